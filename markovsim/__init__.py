@@ -1,0 +1,39 @@
+"""markovsim: Markov models of AI-cluster goodput, reliability and scaling.
+
+Importing markovsim switches JAX to float64 (see ``markovsim._config``).
+"""
+
+from . import _config  # noqa: F401  (float64 before anything touches JAX)
+from ._errors import (
+    InvalidChainError as InvalidChainError,
+    InvalidParameterError as InvalidParameterError,
+    MarkovsimError as MarkovsimError,
+    MarkovsimWarning as MarkovsimWarning,
+    ReducibleChainError as ReducibleChainError,
+    SolverError as SolverError,
+    SpecError as SpecError,
+)
+from ._units import (
+    DAY as DAY,
+    HOUR as HOUR,
+    MINUTE as MINUTE,
+    YEAR as YEAR,
+    afr_to_rate as afr_to_rate,
+    days as days,
+    fit_to_rate as fit_to_rate,
+    hours as hours,
+    minutes as minutes,
+    mtbf_to_rate as mtbf_to_rate,
+    rate_to_afr as rate_to_afr,
+    rate_to_fit as rate_to_fit,
+    years as years,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MarkovsimError", "InvalidChainError", "ReducibleChainError", "InvalidParameterError",
+    "SpecError", "SolverError", "MarkovsimWarning",
+    "DAY", "HOUR", "MINUTE", "YEAR", "afr_to_rate", "days", "fit_to_rate", "hours", "minutes",
+    "mtbf_to_rate", "rate_to_afr", "rate_to_fit", "years",
+]
