@@ -29,6 +29,9 @@ from ._units import (
     years as years,
 )
 
+from .engine import *  # noqa: F401,F403  (the engine's public names)
+from .engine import __all__ as _engine_all
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -36,4 +39,5 @@ __all__ = [
     "SpecError", "SolverError", "MarkovsimWarning",
     "DAY", "HOUR", "MINUTE", "YEAR", "afr_to_rate", "days", "fit_to_rate", "hours", "minutes",
     "mtbf_to_rate", "rate_to_afr", "rate_to_fit", "years",
+    *_engine_all,
 ]
