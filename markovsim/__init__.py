@@ -41,3 +41,7 @@ __all__ = [
     "mtbf_to_rate", "rate_to_afr", "rate_to_fit", "years",
     *_engine_all,
 ]
+
+from ._sweep import sweep as sweep  # noqa: E402
+
+__all__ += ["sweep"]
