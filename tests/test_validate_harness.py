@@ -1,0 +1,187 @@
+"""The validation harness (case files -> predicted vs reported) with a toy kind of model."""
+
+import json
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+import markovsim as ms
+
+try:  # public once the integrator re-exports the harness from markovsim/__init__.py
+    from markovsim import CaseResult, ValidationReport, register_case_kind, validate_cases
+except ImportError:  # pragma: no cover - until then
+    from markovsim._validate_harness import CaseResult, ValidationReport, register_case_kind, validate_cases
+
+HOUR, YEAR = ms.HOUR, ms.YEAR
+
+
+def toy_unit(model):
+    """A repairable unit: availability = MTBF / (MTBF + MTTR); downtime per year."""
+    unit = model.table("unit")
+    mtbf = unit.quantity("mtbf", "time", strictly_positive=True)
+    mttr = unit.quantity("mttr", "time")
+    unit.finish()
+    return {"availability": mtbf / (mtbf + mttr), "downtime_per_year": YEAR * mttr / (mtbf + mttr)}
+
+
+register_case_kind("toy_unit", toy_unit)
+
+
+def write(tmp_path, text, name="cases.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_single_case_file(tmp_path):
+    path = write(tmp_path, """
+        name = "rack A"
+        kind = "toy_unit"
+        tolerance = "1 %"
+        source = "incident log"
+        [expect]
+        availability = 0.99
+        [unit]
+        mtbf = "99 h"
+        mttr = "1 h"
+        """)
+    report = validate_cases(path)
+    assert isinstance(report, ValidationReport)
+    [row] = report.rows
+    assert isinstance(row, CaseResult)
+    assert (row.case, row.kind, row.output, row.source) == ("rack A", "toy_unit", "availability", "incident log")
+    assert row.predicted == pytest.approx(0.99, rel=1e-15) and row.passed
+    assert report.passed and report.n_failed == 0
+
+
+def test_several_cases_with_defaults_units_and_tolerances(tmp_path):
+    path = write(tmp_path, """
+        tolerance = "5 %"
+
+        [[case]]
+        name = "good"
+        kind = "toy_unit"
+        unit = { mtbf = "9 h", mttr = "1 h" }
+        [case.expect]
+        availability = 0.9
+        downtime_per_year = { value = "36.5 d", tolerance = "0.01 d" }   # absolute tolerance
+
+        [[case]]
+        name = "off by 10 %"
+        kind = "toy_unit"
+        unit = { mtbf = "9 h", mttr = "1 h" }
+        [case.expect]
+        availability = 0.99
+
+        [[case]]
+        name = "loose"
+        kind = "toy_unit"
+        tolerance = 0.2
+        unit = { mtbf = "3 h", mttr = "1 h" }
+        [case.expect]
+        availability = "80 %"
+        """)
+    report = validate_cases(path)
+    rows = {(r.case, r.output): r for r in report.rows}
+    assert len(rows) == 4
+    down = rows[("good", "downtime_per_year")]
+    assert down.reported == pytest.approx(36.5 * ms.DAY)
+    assert down.predicted == pytest.approx(YEAR / 10)      # 36.525 d
+    assert down.abs_error == pytest.approx(0.025 * ms.DAY)
+    assert not down.passed                                  # 0.025 d > 0.01 d absolute tolerance
+    off = rows[("off by 10 %", "availability")]
+    assert off.error == pytest.approx((0.9 - 0.99) / 0.99) and not off.passed
+    loose = rows[("loose", "availability")]
+    assert loose.error == pytest.approx((0.75 - 0.8) / 0.8) and loose.passed
+    assert loose.tolerance == "20 %"
+    # summary: median and max of |relative error| over all rows, computed independently
+    errors = np.abs([0.0, (YEAR / 10 - 36.5 * ms.DAY) / (36.5 * ms.DAY), (0.9 - 0.99) / 0.99, -0.0625])
+    assert report.median_error == pytest.approx(np.median(errors), abs=1e-15)
+    assert report.max_error == pytest.approx(errors.max())
+    assert report.n_failed == 2 and not report.passed
+    table = report.format_table()
+    assert "FAIL" in table and "2/4 outputs within tolerance" in table and "median" in table
+    json.dumps(report.to_dict())   # JSON-ready
+    assert report.to_dict()["summary"]["n_failed"] == 2
+
+
+def test_model_file_is_the_base_and_the_case_overrides(tmp_path):
+    write(tmp_path, '[unit]\nmtbf = "99 h"\nmttr = "5 h"\n', name="rack.toml")
+    path = write(tmp_path, """
+        [[case]]
+        kind = "toy_unit"
+        tolerance = "0.001 %"
+        model_file = "rack.toml"
+        unit = { mttr = "1 h" }
+        [case.expect]
+        availability = 0.99
+        """)
+    [row] = validate_cases(path).rows
+    assert row.passed and row.case == "cases.toml: case[0]"
+
+
+def test_zero_reported_value_uses_absolute_error(tmp_path):
+    path = write(tmp_path, """
+        kind = "toy_unit"
+        tolerance = "1 s"
+        unit = { mtbf = "1 h", mttr = "0 s" }
+        [expect]
+        downtime_per_year = 0
+        """)
+    report = validate_cases(path)
+    [row] = report.rows
+    assert math.isnan(row.error) and row.passed and row.abs_error == 0
+    assert math.isnan(report.median_error)
+    assert report.to_dict()["summary"]["median_error"] is None
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ('kind = "nope"\ntolerance = 0.1\n[expect]\na = 1\n', "unknown kind.*toy_unit"),
+        ('tolerance = 0.1\n[expect]\na = 1\n', "kind: required"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n', "expect: required"),
+        ('kind = "toy_unit"\n[expect]\navailability = 1\n[unit]\nmtbf = "1 h"\nmttr = "1 h"\n', "tolerance: required"),
+        ('kind = "toy_unit"\ntolerance = "-1 %"\n[expect]\navailability = 1\n', "tolerance >= 0"),
+        ('kind = "toy_unit"\ntolerance = "5 parsecs"\n[expect]\navailability = 1\n', "tolerance"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\navailability = "2 furlongs"\n', "expect.availability"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\nmtbf = 1\n[unit]\nmtbf = "1 h"\nmttr = "1 h"\n',
+         "does not predict 'mtbf'"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\navailability = 1\n[unit]\nmtbf = "1 h"\nmttr = "1 h"\nspeed = 3\n',
+         "unknown key.*speed"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\navailability = 1\n[unit]\nmtbf = 3600\nmttr = "1 h"\n',
+         "missing unit"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\navailability = 1\n[unit]\nmttr = "1 h"\n[extra]\nx = 1\n',
+         "mtbf: required"),
+        ('kind = "toy_unit"\ntolerance = 0.1\n[expect]\navailability = 1\n[unit]\nmtbf = "1 h"\nmttr = "1 h"\n[extra]\nx = 1\n',
+         "unknown key.*extra"),
+        ('[[case]]\nkind = "toy_unit"\n[case.expect]\na = 1\n[other]\nx = 1\n', "unknown top-level"),
+        ('kind = "toy_unit"\nmodel_file = "missing.toml"\ntolerance = 0.1\n[expect]\na = 1\n', "not found"),
+        ("kind = [", "not valid TOML"),
+    ],
+)
+def test_bad_case_files_raise_spec_errors_naming_the_problem(tmp_path, text, match):
+    with pytest.raises(ms.SpecError, match=match):
+        validate_cases(write(tmp_path, text))
+
+
+def test_missing_file_and_registry_conflicts(tmp_path):
+    with pytest.raises(ms.SpecError, match="not found"):
+        validate_cases(tmp_path / "absent.toml")
+    register_case_kind("toy_unit", toy_unit)            # same function again: fine
+    with pytest.raises(ms.MarkovsimError, match="already registered"):
+        register_case_kind("toy_unit", lambda model: {})
+
+
+def test_validation_plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from markovsim import plotting
+
+    rows = (CaseResult("a", "k", "x", 1.0, 1.1, 0.1, 0.1, "5 %", False),
+            CaseResult("b", "k", "x", 2.0, 2.0, 0.0, 0.0, "5 %", True))
+    ax = plotting.plot_validation(ValidationReport("f.toml", rows))
+    assert len(ax.collections) == 2 and len(ax.get_lines()) == 1
