@@ -1,0 +1,124 @@
+"""Parallel plans: TP, PP (with virtual stages), DP (with ZeRO), EP, CP and batch sizes.
+
+Rank order (innermost first): tensor parallel (stride 1), context parallel, data parallel,
+pipeline parallel, so a TP group is ``tp`` consecutive accelerators, a DP group has stride
+``tp * cp``, and pipeline neighbours are ``tp * cp * dp`` apart. Expert parallelism is
+carved from the ``tp * cp * dp`` ranks of one pipeline stage (expert tensor parallelism 1,
+as in Megatron-LM's MoE layers): an EP group is ``ep`` consecutive accelerators and the
+expert weights are data-parallel over ``tp * cp * dp / ep`` ranks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from .._errors import InvalidParameterError, check_integer
+from ._pipeline import Schedule, _schedule
+from ._workload import Attention, Recompute, Workload
+
+__all__ = ["Plan", "LayerSplit", "validate_plan"]
+
+
+class LayerSplit(enum.Enum):
+    """How layers are cut into pipeline chunks: ``even`` (``pp * virtual_stages`` must
+    divide the layers) or ``uneven`` (some chunks hold one layer fewer; the step runs at
+    the pace of the fullest stage)."""
+
+    EVEN = "even"
+    UNEVEN = "uneven"
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A parallel plan. ``global_batch`` and ``micro_batch`` count sequences."""
+
+    tp: int
+    pp: int
+    dp: int
+    global_batch: int
+    micro_batch: int = 1
+    virtual_stages: int = 1
+    ep: int = 1
+    cp: int = 1
+    zero_stage: int = 1
+    sequence_parallel: bool = True
+    schedule: Schedule = Schedule.ONE_F_ONE_B
+    recompute: Recompute = Recompute.NONE
+    layer_split: LayerSplit = LayerSplit.EVEN
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per data-parallel replica per step."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    def replace(self, **changes) -> "Plan":
+        return dataclasses.replace(self, **changes)
+
+
+def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = None) -> Plan:
+    """Check that ``plan`` can run ``workload``; raise naming the violated constraint.
+
+    Checks: positive integer degrees; TP divides the attention heads (and the KV heads, or
+    is a multiple of them); ``pp * virtual_stages`` divides the layers (unless
+    ``layer_split`` is uneven, when it must not exceed them); EP divides the routed experts
+    and the ``tp * cp * dp`` ranks of a stage; CP divides the sequence; the global batch is
+    a whole number of micro-batches on every replica; the schedule's own domain; and, if
+    ``world_size`` is given, that the plan tiles it exactly. (Memory is checked by
+    :func:`markovsim.training.step_time` against the hardware.)
+    """
+    for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp"):
+        check_integer(f"plan.{name}", getattr(plan, name), minimum=1)
+    z = check_integer("plan.zero_stage", plan.zero_stage, minimum=0)
+    if z > 3:
+        raise InvalidParameterError(f"plan.zero_stage={z}: expected 0, 1, 2 or 3")
+    sched = _schedule(plan.schedule)
+    w = workload.validate()
+    if w.heads % plan.tp:
+        raise InvalidParameterError(
+            f"plan.tp={plan.tp}: tensor parallelism must divide the attention heads "
+            f"({w.name}: heads={w.heads})")
+    if w.attention is Attention.GQA and w.kv_heads % plan.tp and plan.tp % w.kv_heads:
+        raise InvalidParameterError(
+            f"plan.tp={plan.tp}: tensor parallelism must divide kv_heads={w.kv_heads} or be a "
+            "multiple of it")
+    chunks = plan.pp * plan.virtual_stages
+    if LayerSplit(plan.layer_split) is LayerSplit.EVEN and w.layers % chunks:
+        raise InvalidParameterError(
+            f"plan.pp={plan.pp} x virtual_stages={plan.virtual_stages} = {chunks}: must divide "
+            f"the layers ({w.name}: layers={w.layers}); use layer_split='uneven' for an uneven cut")
+    if chunks > w.layers:
+        raise InvalidParameterError(
+            f"plan.pp x virtual_stages = {chunks}: more pipeline chunks than layers ({w.layers})")
+    if plan.ep > 1:
+        if w.moe is None:
+            raise InvalidParameterError(f"plan.ep={plan.ep}: {w.name} is dense (no experts)")
+        if w.moe.routed_experts % plan.ep:
+            raise InvalidParameterError(
+                f"plan.ep={plan.ep}: expert parallelism must divide the routed experts "
+                f"({w.moe.routed_experts})")
+        if (plan.tp * plan.cp * plan.dp) % plan.ep:
+            raise InvalidParameterError(
+                f"plan.ep={plan.ep}: expert parallelism must divide tp*cp*dp = "
+                f"{plan.tp * plan.cp * plan.dp} (the ranks of one pipeline stage)")
+    if w.seq_len % plan.cp:
+        raise InvalidParameterError(
+            f"plan.cp={plan.cp}: context parallelism must divide seq_len={w.seq_len}")
+    if plan.global_batch % (plan.dp * plan.micro_batch):
+        raise InvalidParameterError(
+            f"plan.global_batch={plan.global_batch}: must be a multiple of dp x micro_batch = "
+            f"{plan.dp * plan.micro_batch}")
+    from ._pipeline import BlockTimes, _check  # the schedule's own domain
+
+    _check(sched, plan.pp, plan.micro_batches, plan.virtual_stages, BlockTimes())
+    if world_size is not None:
+        n = check_integer("world_size", world_size, minimum=1)
+        if n != plan.world_size:
+            raise InvalidParameterError(
+                f"world_size={n}: the plan does not tile it (tp x cp x dp x pp = {plan.tp} x "
+                f"{plan.cp} x {plan.dp} x {plan.pp} = {plan.world_size})")
+    return plan

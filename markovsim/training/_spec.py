@@ -1,0 +1,143 @@
+"""Model files (TOML) for workloads, hardware and parallel plans.
+
+Files live in ``models/workloads``, ``models/hardware`` and ``models/plans``; a loader
+takes a path or the bare name of a file there (``"pangu_ultra_135b"``). Every number in
+those files carries a source comment. Reading is strict (unknown keys, missing units and
+bad values raise :class:`markovsim.SpecError` naming the file and the key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from .._errors import MarkovsimError, SpecError
+from .._spec import Table, load_toml
+from ._hardware import Efficiency, Hardware, LinkLevel
+from ._pipeline import Schedule
+from ._plan import LayerSplit, Plan
+from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
+
+__all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "MODELS_DIR"]
+
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+
+def _path(name_or_path, kind: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        return p
+    return MODELS_DIR / kind / f"{name_or_path}.toml"
+
+
+def _wrap(path: Path, fn):
+    try:
+        return fn(load_toml(path))
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    except MarkovsimError as exc:
+        raise SpecError(f"{path}: {exc}") from None
+
+
+def _workload(t: Table) -> Workload:
+    attention = Attention(t.text("attention", "gqa", choices=tuple(a.value for a in Attention)))
+    mla = moe = None
+    if "mla" in t:
+        m = t.table("mla")
+        mla = MLA(m.integer("q_lora_rank", minimum=1), m.integer("kv_lora_rank", minimum=1),
+                  m.integer("qk_nope_head_dim", minimum=1), m.integer("qk_rope_head_dim", minimum=0),
+                  m.integer("v_head_dim", minimum=1))
+        m.finish()
+    if "moe" in t:
+        m = t.table("moe")
+        moe = MoE(m.integer("routed_experts", minimum=1), m.integer("shared_experts", minimum=0),
+                  m.integer("top_k", minimum=1), m.integer("expert_ffn", minimum=1),
+                  m.integer("dense_layers", minimum=0))
+        m.finish()
+    w = Workload(
+        name=t.text("name"), layers=t.integer("layers", minimum=1), hidden=t.integer("hidden", minimum=1),
+        ffn_hidden=t.integer("ffn_hidden", minimum=1), heads=t.integer("heads", minimum=1),
+        kv_heads=t.integer("kv_heads", minimum=1), vocab=t.integer("vocab", minimum=1),
+        seq_len=t.integer("seq_len", minimum=1),
+        ffn_kind=FFNKind(t.text("ffn_kind", "swiglu", choices=tuple(f.value for f in FFNKind))),
+        attention=attention, head_dim=t.raw("head_dim", None, types=(int,)), mla=mla, moe=moe,
+        mtp_layers=t.integer("mtp_layers", 0, minimum=0),
+        reported_total_params=float(t.raw("reported_total_params", 0.0, types=(int, float))) or None,
+        reported_active_params=float(t.raw("reported_active_params", 0.0, types=(int, float))) or None,
+        reported_params_tolerance=t.quantity("reported_params_tolerance", "ratio", 0.02),
+    )
+    t.finish()
+    return w.validate()
+
+
+def load_workload(name_or_path) -> Workload:
+    """Read a workload file (``models/workloads/<name>.toml`` or a path)."""
+    path = _path(name_or_path, "workloads")
+    return _wrap(path, _workload)
+
+
+def _hardware(t: Table) -> Hardware:
+    levels = []
+    for lv in t.tables("levels"):
+        levels.append(LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0),
+                                lv.quantity("bandwidth", "bandwidth", strictly_positive=True),
+                                lv.quantity("latency", "time")))
+        lv.finish()
+    hw = Hardware(t.text("name"), t.quantity("peak", "compute", strictly_positive=True),
+                  t.quantity("hbm", "data", strictly_positive=True),
+                  t.quantity("hbm_bandwidth", "bandwidth", strictly_positive=True), tuple(levels))
+    t.finish()
+    return hw.validate()
+
+
+def load_hardware(name_or_path) -> Hardware:
+    """Read a hardware file (``models/hardware/<name>.toml`` or a path)."""
+    return _wrap(_path(name_or_path, "hardware"), _hardware)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanSpec:
+    """A published plan: the workload, hardware, plan and efficiency inputs it names."""
+
+    name: str
+    workload: Workload
+    hardware: Hardware
+    plan: Plan
+    efficiency: Efficiency
+
+
+def _efficiency(t: Table) -> Efficiency:
+    d = Efficiency()
+    e = Efficiency(**{f.name: t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0, maximum=1.0)
+                      for f in dataclasses.fields(Efficiency)})
+    t.finish()
+    return e.validate()
+
+
+def load_plan(name_or_path) -> PlanSpec:
+    """Read a plan file (``models/plans/<name>.toml`` or a path) with its workload and
+    hardware (named by file name) and its efficiency inputs."""
+    path = _path(name_or_path, "plans")
+
+    def build(t: Table) -> PlanSpec:
+        workload = load_workload(t.text("workload"))
+        hardware = load_hardware(t.text("hardware"))
+        plan = Plan(
+            tp=t.integer("tp", minimum=1), pp=t.integer("pp", minimum=1), dp=t.integer("dp", minimum=1),
+            global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
+            virtual_stages=t.integer("virtual_stages", 1, minimum=1), ep=t.integer("ep", 1, minimum=1),
+            cp=t.integer("cp", 1, minimum=1), zero_stage=t.integer("zero_stage", 1, minimum=0),
+            sequence_parallel=t.raw("sequence_parallel", True, types=(bool,)),
+            schedule=Schedule(t.text("schedule", "1f1b", choices=tuple(s.value for s in Schedule))),
+            recompute=Recompute(t.text("recompute", "none", choices=tuple(r.value for r in Recompute))),
+            layer_split=LayerSplit(t.text("layer_split", "even", choices=tuple(x.value for x in LayerSplit))),
+        )
+        eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
+        spec = PlanSpec(t.text("name"), workload, hardware, plan, eff)
+        t.finish()
+        from ._plan import validate_plan
+
+        validate_plan(workload, plan)
+        return spec
+
+    return _wrap(path, build)

@@ -1,0 +1,233 @@
+r"""Workloads: decoder-only transformer architectures, their parameter counts and FLOPs.
+
+Parameter count (weights only; biases none, RMSNorm scales counted)
+    * embedding :math:`V h` and an untied output head :math:`V h`;
+    * attention, GQA: :math:`h (n_q d) + 2 h (n_{kv} d) + (n_q d) h` with :math:`d = h/n_q`
+      unless ``head_dim`` is given; MLA (DeepSeek-V2/V3 form): query down/up
+      :math:`h r_q + r_q n_q (d_{nope} + d_{rope})`, key-value down :math:`h (r_{kv} + d_{rope})`,
+      key-value up :math:`r_{kv} n_q (d_{nope} + d_v)`, output :math:`n_q d_v h`, plus the
+      two low-rank norms;
+    * FFN: SwiGLU :math:`3 h f`, GELU :math:`2 h f`; an MoE layer has
+      :math:`(E + E_s)` expert FFNs of width :math:`f_e` and a router :math:`h E`;
+    * two norms per layer and a final norm.
+
+    *Active* parameters count the ``top_k`` routed experts and the shared experts of each
+    MoE layer instead of all of them. Multi-token-prediction (MTP) modules are reported
+    separately (:attr:`ParameterCount.mtp`) and are not part of the headline totals, as in
+    the DeepSeek-V3 and Pangu Ultra MoE reports.
+
+FLOPs per token (the model-FLOPs convention of PaLM / Megatron-LM)
+    Forward: :math:`2 N_{mm}` for the matrix multiplications, where :math:`N_{mm}` is the
+    active parameter count less the input embedding (a lookup) and the norms, plus the
+    attention scores and values :math:`2 \cdot 2\, s\, n_q (d_{qk} + d_v)/2` per layer
+    counted without the causal mask (as PaLM and Megatron-LM do). Training (model FLOPs)
+    = 3 x forward. Hardware FLOPs add recomputation: ``full`` one more forward, ``selective``
+    one more attention-core forward (Korthikanti et al. 2022). MFU uses model FLOPs, HFU
+    hardware FLOPs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from .._errors import InvalidParameterError, check_integer
+
+__all__ = ["Attention", "FFNKind", "MLA", "MoE", "Workload", "ParameterCount", "Recompute",
+           "parameter_count", "flops_per_token"]
+
+
+class FFNKind(enum.Enum):
+    SWIGLU = "swiglu"
+    GELU = "gelu"
+
+    @property
+    def matrices(self) -> int:
+        return 3 if self is FFNKind.SWIGLU else 2
+
+
+class Attention(enum.Enum):
+    GQA = "gqa"  # multi-head / grouped-query attention (MHA when kv_heads == heads)
+    MLA = "mla"  # multi-head latent attention
+
+
+class Recompute(enum.Enum):
+    """Activation recomputation: ``none``, ``selective`` (attention core) or ``full``."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+@dataclasses.dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention dimensions."""
+
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MoE:
+    """Mixture-of-experts FFN: ``routed_experts`` of width ``expert_ffn``, ``top_k`` used per
+    token, ``shared_experts`` always used; the first ``dense_layers`` layers are dense."""
+
+    routed_experts: int
+    shared_experts: int
+    top_k: int
+    expert_ffn: int
+    dense_layers: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """A decoder-only transformer and the sequence length it is trained at."""
+
+    name: str
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    seq_len: int
+    ffn_kind: FFNKind = FFNKind.SWIGLU
+    attention: Attention = Attention.GQA
+    head_dim: int | None = None
+    mla: MLA | None = None
+    moe: MoE | None = None
+    mtp_layers: int = 0
+    reported_total_params: float | None = None  # as published, for checks
+    reported_active_params: float | None = None
+    reported_params_tolerance: float = 0.02
+
+    def validate(self) -> "Workload":
+        """Check the architecture (concrete values); returns ``self``."""
+        for name in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"):
+            check_integer(f"{self.name}.{name}", getattr(self, name), minimum=1)
+        if self.attention is Attention.GQA:
+            if self.heads % self.kv_heads:
+                raise InvalidParameterError(
+                    f"{self.name}.kv_heads={self.kv_heads}: must divide heads={self.heads}")
+            if self.head_dim is None and self.hidden % self.heads:
+                raise InvalidParameterError(
+                    f"{self.name}.heads={self.heads}: must divide hidden={self.hidden} "
+                    "(or give head_dim)")
+        elif self.mla is None:
+            raise InvalidParameterError(f"{self.name}.mla: MLA attention needs its dimensions")
+        if self.moe is not None:
+            moe = self.moe
+            if not 1 <= moe.top_k <= moe.routed_experts:
+                raise InvalidParameterError(
+                    f"{self.name}.moe.top_k={moe.top_k}: expected 1..routed_experts={moe.routed_experts}")
+            if not 0 <= moe.dense_layers <= self.layers:
+                raise InvalidParameterError(
+                    f"{self.name}.moe.dense_layers={moe.dense_layers}: expected 0..layers={self.layers}")
+        return self
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.hidden // self.heads
+
+    @property
+    def moe_layers(self) -> int:
+        return 0 if self.moe is None else self.layers - self.moe.dense_layers
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - self.moe_layers
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterCount:
+    """Parameter counts of a workload (numbers of weights)."""
+
+    total: float
+    active: float
+    embedding: float  # input embedding
+    output: float  # output head
+    attention_per_layer: float
+    dense_ffn_per_layer: float
+    moe_per_layer: float  # all experts + router of one MoE layer
+    moe_active_per_layer: float
+    expert_total: float  # all routed-expert weights in the model (what EP shards)
+    mtp: float
+
+
+def _attention_params(w: Workload) -> float:
+    h = w.hidden
+    if w.attention is Attention.GQA:
+        d = w.d_head
+        return 2 * h * w.heads * d + 2 * h * w.kv_heads * d
+    a = w.mla
+    q = h * a.q_lora_rank + a.q_lora_rank * w.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
+    kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * w.heads * (
+        a.qk_nope_head_dim + a.v_head_dim)
+    out = w.heads * a.v_head_dim * h
+    return q + kv + out + a.q_lora_rank + a.kv_lora_rank
+
+
+def parameter_count(workload: Workload) -> ParameterCount:
+    """Count the weights of ``workload`` from its architecture (see the module docstring)."""
+    w = workload.validate()
+    h = w.hidden
+    attn = _attention_params(w)
+    norms = 2 * h
+    dense_ffn = w.ffn_kind.matrices * h * w.ffn_hidden
+    if w.moe is not None:
+        e = w.moe
+        one = w.ffn_kind.matrices * h * e.expert_ffn
+        moe_all = (e.routed_experts + e.shared_experts) * one + h * e.routed_experts
+        moe_act = (e.top_k + e.shared_experts) * one + h * e.routed_experts
+        expert_total = w.moe_layers * e.routed_experts * one
+    else:
+        moe_all = moe_act = expert_total = 0.0
+    emb = w.vocab * h
+    body = w.layers * (attn + norms) + w.dense_layers * dense_ffn
+    total = emb * 2 + h + body + w.moe_layers * moe_all
+    active = emb * 2 + h + body + w.moe_layers * moe_act
+    # an MTP module: a projection of two hidden states, two norms, one (MoE if any) layer
+    mtp_layer = attn + norms + (moe_all if w.moe is not None else dense_ffn)
+    mtp = w.mtp_layers * (2 * h * h + 2 * h + mtp_layer)
+    return ParameterCount(float(total), float(active), float(emb), float(emb), float(attn),
+                          float(dense_ffn), float(moe_all), float(moe_act), float(expert_total),
+                          float(mtp))
+
+
+def _attention_core_flops(w: Workload, seq_len: int) -> float:
+    """Forward FLOPs per token of the attention scores and weighted values, all layers."""
+    if w.attention is Attention.GQA:
+        dqk = dv = w.d_head
+    else:
+        dqk = w.mla.qk_nope_head_dim + w.mla.qk_rope_head_dim
+        dv = w.mla.v_head_dim
+    return w.layers * 2 * seq_len * w.heads * (dqk + dv)
+
+
+def flops_per_token(workload: Workload, *, recompute: Recompute = Recompute.NONE,
+                    seq_len: int | None = None) -> tuple[float, float]:
+    """Training FLOPs per token: ``(model_flops, hardware_flops)``.
+
+    Args:
+        workload: the model.
+        recompute: activation recomputation (adds to hardware FLOPs only).
+        seq_len: tokens per sequence (default: the workload's).
+
+    Returns:
+        model FLOPs (3 x forward) and hardware FLOPs (with recomputation), per token.
+    """
+    w = workload.validate()
+    s = w.seq_len if seq_len is None else check_integer("seq_len", seq_len, minimum=1)
+    pc = parameter_count(w)
+    matmul = pc.active - pc.embedding - (2 * w.layers + 1) * w.hidden
+    if w.attention is Attention.MLA:
+        matmul -= w.layers * (w.mla.q_lora_rank + w.mla.kv_lora_rank)
+    core = _attention_core_flops(w, s)
+    forward = 2 * matmul + core
+    model = 3 * forward
+    rec = Recompute(recompute)
+    extra = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: forward}[rec]
+    return float(model), float(model + extra)
