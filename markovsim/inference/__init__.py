@@ -6,13 +6,27 @@ from ._fleet import (
     FleetResult as FleetResult,
     InstanceState as InstanceState,
     analyse_fleet as analyse_fleet,
+    analyse_independent_fleet as analyse_independent_fleet,
     fleet_chain as fleet_chain,
     instance_chain as instance_chain,
+)
+from ._frontier import (
+    DecodeMemoryModel as DecodeMemoryModel,
+    FrontierPoint as FrontierPoint,
+    cheapest_fleet as cheapest_fleet,
+    decode_batch_per_device as decode_batch_per_device,
+    decode_tokens_per_s_per_card as decode_tokens_per_s_per_card,
+    tier_ladder as tier_ladder,
 )
 from ._simulate import (
     Estimate as Estimate,
     SimulationResult as SimulationResult,
     simulate_fleet as simulate_fleet,
+)
+from ._spec import (
+    InferenceModel as InferenceModel,
+    Layout as Layout,
+    load_inference_model as load_inference_model,
 )
 from ._tiers import (
     ElasticContinuation as ElasticContinuation,
@@ -26,8 +40,9 @@ from ._tiers import (
 )
 
 __all__ = [
-    "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyse_fleet", "fleet_chain",
-    "instance_chain", "Estimate", "SimulationResult", "simulate_fleet",
+    "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyse_fleet", "analyse_independent_fleet", "fleet_chain",
+    "instance_chain", "DecodeMemoryModel", "FrontierPoint", "cheapest_fleet", "decode_batch_per_device",
+    "decode_tokens_per_s_per_card", "tier_ladder", "InferenceModel", "Layout", "load_inference_model", "Estimate", "SimulationResult", "simulate_fleet",
     "ElasticContinuation", "FastRestart", "HardwareRepair", "InstanceRestart", "RecoveryTiers", "Tier",
     "TokenRetry", "TrafficSwitch",
 ]

@@ -46,7 +46,7 @@ from .._units import DAY, YEAR
 from ._tiers import RecoveryTiers
 
 __all__ = ["InstanceState", "Fleet", "FleetChain", "FleetResult", "fleet_chain", "analyse_fleet",
-           "instance_chain", "MONTH"]
+           "analyse_independent_fleet", "instance_chain", "MONTH"]
 
 #: A month for downtime figures: a twelfth of a Julian year (30.44 days), in seconds.
 MONTH = YEAR / 12
@@ -265,6 +265,20 @@ def _missing(counts) -> int:
     return (counts[S.DEGRADED] + counts[S.MIGRATE] + counts[S.WAIT_CARD] + 2 * counts[S.WAIT_TWO_CARDS])
 
 
+def _serve(rules: "_Rules", counts: np.ndarray, K: int, D: float):
+    """Capacity, lost, held and served demand (full instances) for rows of instance counts."""
+    cap_s, serving, held_s, dead_s, switched_s = rules.routing()
+    capacity = counts @ cap_s
+    n_rot = K - counts[:, switched_s].sum(axis=1)
+    share = np.where(n_rot > 0, D / np.maximum(n_rot, 1), 0.0)
+    lost_routed = counts[:, dead_s].sum(axis=1) * share
+    held = counts[:, held_s].sum(axis=1) * share
+    live = np.where(n_rot > 0, counts[:, serving].sum(axis=1) * share, 0.0)
+    served = np.minimum(live, capacity)
+    lost = np.where(n_rot > 0, lost_routed + (live - served), D)
+    return capacity, lost, held, served
+
+
 # ----------------------------------------------------------------------------- the fleet chain
 
 
@@ -372,16 +386,7 @@ def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | Non
     counts = np.array([lab[0] for lab in ctmc.labels], dtype=np.int64)
     free = np.array([lab[1] for lab in ctmc.labels], dtype=np.int64)
     imp = np.array([impulses[lab] for lab in ctmc.labels], dtype=float)
-    cap_s, serving, held_s, dead_s, switched_s = rules.routing()
-    capacity = counts @ cap_s
-    n_rot = K - counts[:, switched_s].sum(axis=1)
-    D = float(fleet.demand)
-    share = np.where(n_rot > 0, D / np.maximum(n_rot, 1), 0.0)
-    lost_routed = counts[:, dead_s].sum(axis=1) * share
-    held = counts[:, held_s].sum(axis=1) * share
-    live = np.where(n_rot > 0, counts[:, serving].sum(axis=1) * share, 0.0)
-    served = np.minimum(live, capacity)
-    lost = np.where(n_rot > 0, lost_routed + (live - served), D)
+    capacity, lost, held, served = _serve(rules, counts, K, float(fleet.demand))
     at_bound = counts[:, list(_RECOVERING)].sum(axis=1) >= J
     if J >= K:
         at_bound = np.zeros(len(counts), bool)
@@ -498,7 +503,7 @@ def _summarise(fleet: Fleet, fc: FleetChain, pi: np.ndarray) -> FleetResult:
         downtime_per_month=unavail * MONTH,
         instance_mtbf=math.inf if rate == 0 else 1.0 / rate,
         truncation_mass=float(pi[fc.at_bound].sum()),
-        states=int(fc.chain.n),
+        states=len(pi),
     )
 
 
@@ -516,3 +521,89 @@ def instance_chain(fleet: Fleet, tiers: RecoveryTiers):
         return [(InstanceState(nxt), rate) for rate, nxt, _df, _r, _l in rules.moves(st, -1)]
 
     return _engine.CTMC.explore(InstanceState.UP, successors)
+
+
+def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12) -> FleetResult:
+    """The same figures as :func:`analyse_fleet` for an unlimited spare pool, in product form.
+
+    With an unlimited pool the K instances are independent, so the fleet's counts follow
+    a multinomial law over the stationary distribution :math:`\\pi` of one instance
+    (:func:`instance_chain`). This sums that law over every count vector with at most
+    ``max_recovering`` instances recovering: exact up to the omitted tail (returned as
+    ``truncation_mass``), and fast for fleets of hundreds of instances, where the count
+    chain is too large.
+
+    Args:
+        fleet: the instance pool; ``spare_cards`` must be ``None``.
+        tiers: the recovery ladder.
+        max_recovering: most instances recovering at once in the sum.
+
+    Returns:
+        :class:`FleetResult` (``states`` is the number of count vectors summed).
+    """
+    from scipy.special import gammaln
+
+    fleet = fleet.validate()
+    if fleet.spare_cards is not None:
+        raise InvalidParameterError(
+            f"fleet.spare_cards={fleet.spare_cards!r}: the product form needs an unlimited pool "
+            "(spare_cards=None); use analyse_fleet for a finite pool")
+    tiers = tiers.validate()
+    if tiers.elastic is not None and fleet.cards_per_instance < 2:
+        raise InvalidParameterError(
+            f"fleet.cards_per_instance={fleet.cards_per_instance}: elastic continuation needs "
+            "instances of at least 2 cards (it keeps serving on E - 1)")
+    K = int(fleet.instances)
+    J = min(K, check_integer("max_recovering", max_recovering, minimum=1))
+    rules = _Rules(fleet, tiers)
+    ic = instance_chain(fleet, tiers)
+    p_reach = np.asarray(_engine.stationary_distribution(ic), dtype=float)
+    p = np.zeros(_N)
+    for lab, v in zip(ic.labels, p_reach):
+        p[int(lab)] = max(float(v), 0.0)
+    p /= p.sum()
+    # per-instance impulse rates (in-flight requests retried / lost per second)
+    imp = np.zeros((_N, 2))
+    for st in range(_N):
+        for rate, _nxt, _df, retried, lost in rules.moves(st, -1):
+            imp[st] += rate * np.array([retried, lost])
+    # The multinomial law aggregates: only five classes matter for serving (up, degraded,
+    # held, dead-but-routed, switched out), so sum over those counts, with one
+    # representative state per class.
+    _cap, _serving, held_s, dead_s, switched_s = rules.routing()
+    cls = np.array([p[S.UP], p[S.DEGRADED], p[held_s].sum(), p[dead_s].sum(), p[switched_s].sum()])
+    rep = [S.UP, S.DEGRADED, S.RETRY, S.DETECT, S.RESTART_SLOW]
+    h, x, sw = np.meshgrid(np.arange(J + 1), np.arange(J + 1), np.arange(J + 1), indexing="ij")
+    ok = (h + x + sw) <= J
+    h, x, sw = h[ok], x[ok], sw[ok]
+    nr = h + x + sw
+    blocks = []
+    for n_deg in range(K + 1):
+        sel = nr <= K - n_deg
+        c = np.zeros((int(sel.sum()), 5), dtype=np.int64)
+        c[:, 1] = n_deg
+        c[:, 2], c[:, 3], c[:, 4] = h[sel], x[sel], sw[sel]
+        c[:, 0] = K - n_deg - nr[sel]
+        blocks.append(c)
+    agg = np.concatenate(blocks)
+    logp = np.log(np.where(cls > 0, cls, 1.0))
+    logpmf = gammaln(K + 1) - gammaln(agg + 1).sum(axis=1) + (agg * logp).sum(axis=1)
+    logpmf = np.where((agg[:, cls == 0] > 0).any(axis=1), -np.inf, logpmf)
+    w = np.exp(logpmf)
+    keep = w > 0
+    agg, w = agg[keep], w[keep]
+    counts = np.zeros((len(w), _N), dtype=np.int64)
+    counts[:, rep] = agg
+    capacity, lost, held, served = _serve(rules, counts, K, float(fleet.demand))
+    total = float(w.sum())
+    fake = FleetChain(None, counts, np.full(len(w), -1), capacity, lost, held, served,
+                      np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w), bool))
+    res = _summarise(fleet, fake, w)
+    extra = DAY * K * (p @ imp)
+    return dataclasses.replace(
+        res,
+        requests_retried_per_day=res.requests_retried_per_day + float(extra[0]),
+        requests_lost_per_day=res.requests_lost_per_day + float(extra[1]),
+        truncation_mass=max(0.0, 1.0 - total),
+        states=int(len(w)),
+    )
