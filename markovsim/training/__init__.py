@@ -35,6 +35,29 @@ from ._step import (
     evaluate_plans as evaluate_plans,
     step_time as step_time,
 )
+from ._linearity import (
+    Scaling as Scaling,
+    ScalingCurve as ScalingCurve,
+    effective_throughput as effective_throughput,
+    linearity as linearity,
+    scale_plan as scale_plan,
+    scaling_curve as scaling_curve,
+)
+from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans
+from ._straggler import (
+    SlowNodes as SlowNodes,
+    expected_max_standard_normal as expected_max_standard_normal,
+    slow_node_probability as slow_node_probability,
+    straggler_delay as straggler_delay,
+)
+from ._whatif import (
+    adapt_expert_gain as adapt_expert_gain,
+    adapt_pack_gain as adapt_pack_gain,
+    adapt_sr_effect as adapt_sr_effect,
+    expert_imbalance as expert_imbalance,
+    implied_exposed_share as implied_exposed_share,
+    pipeline_makespans as pipeline_makespans,
+)
 from ._workload import (
     MLA as MLA,
     Attention as Attention,
@@ -57,4 +80,9 @@ __all__ = [
     "RECOMPUTE_CODES", "SCHEDULE_CODES", "StepBreakdown", "evaluate_plans", "step_time",
     "MLA", "Attention", "FFNKind", "MoE", "ParameterCount", "Recompute", "Workload",
     "flops_per_token", "parameter_count",
+    "Scaling", "ScalingCurve", "effective_throughput", "linearity", "scale_plan", "scaling_curve",
+    "SearchResult", "candidate_plans", "search_plans",
+    "SlowNodes", "expected_max_standard_normal", "slow_node_probability", "straggler_delay",
+    "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",
+    "implied_exposed_share", "pipeline_makespans",
 ]

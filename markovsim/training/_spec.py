@@ -77,15 +77,17 @@ def load_workload(name_or_path) -> Workload:
 
 
 def _hardware(t: Table) -> Hardware:
+    name = t.text("name")
+    peak = t.quantity("peak", "compute", strictly_positive=True)
+    hbm = t.quantity("hbm", "data", strictly_positive=True)
+    hbm_bw = t.quantity("hbm_bandwidth", "bandwidth", strictly_positive=True)
     levels = []
     for lv in t.tables("levels"):
         levels.append(LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0),
                                 lv.quantity("bandwidth", "bandwidth", strictly_positive=True),
                                 lv.quantity("latency", "time")))
         lv.finish()
-    hw = Hardware(t.text("name"), t.quantity("peak", "compute", strictly_positive=True),
-                  t.quantity("hbm", "data", strictly_positive=True),
-                  t.quantity("hbm_bandwidth", "bandwidth", strictly_positive=True), tuple(levels))
+    hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels))
     t.finish()
     return hw.validate()
 

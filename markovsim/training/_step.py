@@ -17,7 +17,8 @@ for the pipeline stage that holds the most layers:
   - TP: 2 forward + 2 backward collectives per layer per micro-batch on the activation
     (:math:`b\,s\,h` BF16 values / cp), all-gather + reduce-scatter with sequence
     parallelism, all-reduce without (same ring volume); full recomputation repeats the
-    2 forward ones;
+    2 forward ones; context parallelism (ring attention) adds, per layer and micro-batch,
+    :math:`3 (cp-1)` transfers of a K/V block (counted with TP and its overlap);
   - EP: dispatch and combine all-to-alls, forward and backward, per MoE layer per
     micro-batch, of :math:`k` copies of the rank's tokens;
   - PP: a send and a receive of the stage-boundary activation per chunk per micro-batch,
@@ -98,6 +99,8 @@ def workload_constants(workload: Workload, hardware: Hardware, efficiency: Effic
         layers=float(w.layers), moe_layers=float(w.moe_layers), hidden=float(w.hidden),
         heads=float(w.heads), seq=float(w.seq_len),
         top_k=float(w.moe.top_k if w.moe else 0),
+        kv_values_per_token=float(2 * w.kv_heads * w.d_head if w.mla is None else
+                                  w.heads * (w.mla.qk_nope_head_dim + w.mla.qk_rope_head_dim + w.mla.v_head_dim)),
         dense_params=pc.total - pc.expert_total, expert_params=pc.expert_total,
         model_flops=flops[Recompute.NONE][0],
         hw_flops=np.array([flops[r][1] for r in Recompute], float),
@@ -155,6 +158,10 @@ def _kernel(c: dict, q: dict) -> dict:
     bw, lat = _level(c, tp)
     n_tp = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], 6.0, 4.0)
     tp_comm = stage_layers * m * n_tp * _ring(act, tp, bw, lat, 2.0)
+    # CP (ring attention): each of cp-1 steps passes a K/V block, forward once, backward twice
+    bw, lat = _level(c, tp * cp)
+    kv_block = mb * (s / cp) * c["kv_values_per_token"] * _BF16 / tp
+    tp_comm = tp_comm + stage_layers * m * 3.0 * (cp - 1) * (lat + kv_block / bw)
     # EP
     moe_stage = c["moe_layers"] * stage_share
     bw, lat = _level(c, ep)

@@ -1,0 +1,106 @@
+"""Plan search: every valid plan for a model on N cards, evaluated in one vectorised pass.
+
+Candidates: every combination of TP (powers of two up to ``max_tp``), PP (divisors of
+the cards up to ``max_pp``), virtual stages, EP (divisors of the routed experts), CP,
+micro-batch, ZeRO stage, recomputation and schedule. Validity (the rules of
+:func:`validate_plan`, the schedule's domain, and the HBM limit) is a mask computed with
+numpy and the kernel; the best plan is the valid one with the shortest step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._errors import InvalidParameterError, check_integer
+from ._hardware import Efficiency, Hardware
+from ._pipeline import Schedule
+from ._plan import LayerSplit, Plan
+from ._step import RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, evaluate_plans
+from ._workload import Attention, Recompute, Workload
+
+__all__ = ["SearchResult", "candidate_plans", "search_plans"]
+
+_SCHEDULES = list(SCHEDULE_CODES)
+_RECOMPUTES = list(RECOMPUTE_CODES)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """The best plan, its breakdown, and how many candidates were considered / valid."""
+
+    plan: Plan
+    breakdown: StepBreakdown
+    candidates: int
+    valid: int
+
+
+def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp: int = 8,
+                    max_pp: int = 64, virtual_stages=(1, 2, 3, 4, 6, 8), context_parallel=(1, 2),
+                    micro_batches=(1, 2, 4), zero_stages=(0, 1, 2, 3)) -> tuple[dict, np.ndarray]:
+    """All combinations as arrays, and the mask of those that obey the divisibility and
+    schedule rules (memory is checked by the kernel)."""
+    w = workload.validate()
+    n = check_integer("cards", cards, minimum=1)
+    gbs = check_integer("global_batch", global_batch, minimum=1)
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max_tp]
+    pps = [p for p in range(1, max_pp + 1) if n % p == 0]
+    eps = [1] if w.moe is None else [e for e in range(1, w.moe.routed_experts + 1)
+                                     if w.moe.routed_experts % e == 0]
+    grids = np.meshgrid(tps, pps, list(virtual_stages), eps, list(context_parallel), list(micro_batches),
+                        list(zero_stages), range(len(_RECOMPUTES)), range(len(_SCHEDULES)), indexing="ij")
+    tp, pp, v, ep, cp, mb, zero, rec, sched = (g.ravel() for g in grids)
+    unit = tp * pp * cp
+    dp = np.where(n % unit == 0, n // np.maximum(unit, 1), 0)
+    ok = (dp >= 1) & (n % unit == 0)
+    ok &= w.heads % tp == 0
+    if w.attention is Attention.GQA:
+        ok &= (w.kv_heads % tp == 0) | (tp % w.kv_heads == 0)
+    ok &= pp * v <= w.layers
+    ok &= (tp * cp * np.maximum(dp, 1)) % ep == 0
+    ok &= w.seq_len % cp == 0
+    dpm = np.maximum(dp, 1) * mb
+    ok &= gbs % dpm == 0
+    m = gbs // dpm
+    s = SCHEDULE_CODES
+    il, zbv, dual = sched == s[Schedule.INTERLEAVED], sched == s[Schedule.ZB_V], sched == s[Schedule.DUALPIPE]
+    ok &= np.where(il, (v >= 2) & (m % pp == 0), np.where(zbv, v == 2, v == 1))
+    ok &= np.where(sched == s[Schedule.ZB_H1], m >= pp, True)
+    ok &= np.where(sched == s[Schedule.ZB_H2], m >= 2 * pp - 1, True)
+    ok &= np.where(zbv, m >= 2 * pp, True)
+    ok &= np.where(dual, (pp % 2 == 0) & (m % 2 == 0) & (m >= 3 * pp), True)
+    # a pipeline schedule only matters with pp > 1: keep 1F1B alone there
+    ok &= (pp > 1) | (sched == s[Schedule.ONE_F_ONE_B])
+    uneven = (w.layers % (pp * v) != 0).astype(int)
+    plans = dict(tp=tp, pp=pp, dp=np.maximum(dp, 1), ep=ep, cp=cp, v=v, mb=mb,
+                 gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
+                 uneven=uneven, straggler=np.zeros(tp.shape))
+    return plans, ok
+
+
+def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_batch: int,
+                 efficiency: Efficiency = Efficiency(), max_tp: int = 8, max_pp: int = 64) -> SearchResult:
+    """The fastest valid plan for ``workload`` on ``cards`` accelerators under the HBM
+    limit, at ``global_batch`` sequences per step.
+
+    Raises:
+        InvalidParameterError: when no candidate is valid and fits in memory.
+    """
+    plans, ok = candidate_plans(workload, cards, global_batch=global_batch, max_tp=max_tp, max_pp=max_pp)
+    out = evaluate_plans(workload, hardware, plans, efficiency=efficiency)
+    fits = np.asarray(out["fits"])
+    step = np.where(ok & fits, np.asarray(out["step_time"]), np.inf)
+    i = int(np.argmin(step))
+    if not np.isfinite(step[i]):
+        raise InvalidParameterError(
+            f"cards={cards}, global_batch={global_batch}: no valid plan fits in "
+            f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB per card")
+    plan = Plan(tp=int(plans["tp"][i]), pp=int(plans["pp"][i]), dp=int(plans["dp"][i]),
+                global_batch=global_batch, micro_batch=int(plans["mb"][i]), virtual_stages=int(plans["v"][i]),
+                ep=int(plans["ep"][i]), cp=int(plans["cp"][i]), zero_stage=int(plans["zero"][i]),
+                sequence_parallel=bool(plans["sp"][i]), schedule=_SCHEDULES[int(plans["sched"][i])],
+                recompute=_RECOMPUTES[int(plans["rec"][i])],
+                layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN)
+    fields = {k: float(np.asarray(v)[i]) for k, v in out.items() if k != "fits"}
+    return SearchResult(plan, StepBreakdown(**fields), int(ok.size), int((ok & fits).sum()))
