@@ -13,6 +13,7 @@ from ._fleet import (
 from ._frontier import (
     DecodeMemoryModel as DecodeMemoryModel,
     FrontierPoint as FrontierPoint,
+    Measure as Measure,
     cheapest_fleet as cheapest_fleet,
     decode_batch_per_device as decode_batch_per_device,
     decode_tokens_per_s_per_card as decode_tokens_per_s_per_card,
@@ -41,7 +42,7 @@ from ._tiers import (
 
 __all__ = [
     "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyse_fleet", "analyse_independent_fleet", "fleet_chain",
-    "instance_chain", "DecodeMemoryModel", "FrontierPoint", "cheapest_fleet", "decode_batch_per_device",
+    "instance_chain", "DecodeMemoryModel", "FrontierPoint", "Measure", "cheapest_fleet", "decode_batch_per_device",
     "decode_tokens_per_s_per_card", "tier_ladder", "InferenceModel", "Layout", "load_inference_model", "Estimate", "SimulationResult", "simulate_fleet",
     "ElasticContinuation", "FastRestart", "HardwareRepair", "InstanceRestart", "RecoveryTiers", "Tier",
     "TokenRetry", "TrafficSwitch",

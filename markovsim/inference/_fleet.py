@@ -404,6 +404,8 @@ class FleetResult:
         slo_availability: long-run fraction of time in which no request is lost.
         slo_unavailability: its complement, summed directly over the failing states.
         capacity_availability: long-run fraction of time with serving capacity >= demand.
+        request_availability: long-run fraction of requests served (on time or after a retry).
+        request_unavailability: fraction of requests lost (requests lost / requests offered).
         capacity_values: the distinct serving capacities (full instances), ascending.
         capacity_probabilities: their stationary probabilities.
         expected_capacity: mean serving capacity (full instances).
@@ -421,6 +423,8 @@ class FleetResult:
     slo_availability: float
     slo_unavailability: float
     capacity_availability: float
+    request_availability: float
+    request_unavailability: float
     capacity_values: np.ndarray
     capacity_probabilities: np.ndarray
     expected_capacity: float
@@ -489,10 +493,14 @@ def _summarise(fleet: Fleet, fc: FleetChain, pi: np.ndarray) -> FleetResult:
     lost_day = DAY * (rps * float(pi @ fc.lost) + float(pi @ fc.lost_impulse))
     retried_day = DAY * (rps * held + float(pi @ fc.retried_impulse))
     rate = fleet.instance_fault_rate
+    offered = DAY * rps * float(fleet.demand)
+    req_unavail = lost_day / offered if offered > 0 else float(pi @ fc.lost) / float(fleet.demand)
     return FleetResult(
         slo_availability=ok,
         slo_unavailability=unavail,
         capacity_availability=cap_ok,
+        request_availability=1.0 - req_unavail,
+        request_unavailability=req_unavail,
         capacity_values=values,
         capacity_probabilities=probs,
         expected_capacity=float(pi @ fc.capacity),
@@ -600,10 +608,15 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
                       np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w), bool))
     res = _summarise(fleet, fake, w)
     extra = DAY * K * (p @ imp)
+    lost_day = res.requests_lost_per_day + float(extra[1])
+    offered = DAY * float(fleet.requests_per_s) * float(fleet.demand)
+    req_unavail = lost_day / offered if offered > 0 else res.request_unavailability
     return dataclasses.replace(
         res,
         requests_retried_per_day=res.requests_retried_per_day + float(extra[0]),
-        requests_lost_per_day=res.requests_lost_per_day + float(extra[1]),
+        requests_lost_per_day=lost_day,
+        request_availability=1.0 - req_unavail,
+        request_unavailability=req_unavail,
         truncation_mass=max(0.0, 1.0 - total),
         states=int(len(w)),
     )

@@ -27,15 +27,31 @@ of it achieved and :math:`T_{tok}` the time-per-output-token target.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from typing import Sequence
 
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
-from ._fleet import Fleet, FleetResult, analyse_fleet
+from ._fleet import Fleet, FleetResult, analyse_fleet, analyse_independent_fleet
 from ._tiers import RecoveryTiers, Tier
 
-__all__ = ["DecodeMemoryModel", "decode_batch_per_device", "decode_tokens_per_s_per_card",
+__all__ = ["Measure", "DecodeMemoryModel", "decode_batch_per_device", "decode_tokens_per_s_per_card",
            "FrontierPoint", "cheapest_fleet", "tier_ladder"]
+
+
+class Measure(enum.Enum):
+    """Which availability a target applies to.
+
+    ``SLO``: fraction of time in which no request is lost (strictest; every fault's
+    unswitched window counts in full, so it follows the number of faults, i.e. the cards).
+    ``CAPACITY``: fraction of time with serving capacity >= demand.
+    ``REQUESTS``: fraction of requests served (a fault costs its instance's share, 1/K of the
+    traffic, so it follows the blast radius E).
+    """
+
+    SLO = "slo_availability"
+    CAPACITY = "capacity_availability"
+    REQUESTS = "request_availability"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +139,8 @@ class FrontierPoint:
         spare_cards: spare pool chosen (``None``: unlimited pool assumed).
         cards: cost in cards (``K E`` plus spares).
         result: the :class:`FleetResult` of the chosen fleet.
-        meets_target: whether ``result.slo_availability`` reaches the target.
+        meets_target: whether the chosen measure reaches the target.
+        availability: the chosen measure's value.
     """
 
     cards_per_instance: int
@@ -134,12 +151,13 @@ class FrontierPoint:
     cards: int
     result: FleetResult
     meets_target: bool
+    availability: float
 
 
 def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: RecoveryTiers, *,
                    serving: DecodeMemoryModel, card_fault_rate: float, soft_fault_share: float,
                    target: float, extra_instances: int = 3, spare_options: Sequence[int | None] = (None,),
-                   output_tokens_per_request: float = 1000.0,
+                   output_tokens_per_request: float = 1000.0, measure: Measure = Measure.SLO,
                    max_recovering: int | None = 3) -> list[FrontierPoint]:
     """For each instance size, the fewest cards that reach ``target`` SLO availability.
 
@@ -159,8 +177,10 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
         soft_fault_share: share of faults that need no hardware swap.
         target: SLO availability to reach (e.g. 0.9995).
         extra_instances: instances beyond the minimum to try.
-        spare_options: spare pools to try (``None`` = unlimited).
+        spare_options: spare pools to try (``None`` = unlimited, solved in product form by
+            :func:`analyse_independent_fleet`; a number is solved on the count chain).
         output_tokens_per_request: mean output tokens per request (for request counts).
+        measure: the availability the target applies to (:class:`Measure`).
         max_recovering: truncation of each fleet chain.
 
     Returns:
@@ -170,6 +190,8 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
     check_probability("target", target)
     check_positive("output_tokens_per_request", output_tokens_per_request, unit="tokens")
     extra_instances = check_integer("extra_instances", extra_instances, minimum=0)
+    if not isinstance(measure, Measure):
+        raise InvalidParameterError(f"measure={measure!r}: expected a Measure (SLO, CAPACITY or REQUESTS)")
     out = []
     for E in sizes:
         E = check_integer("sizes[]", E, minimum=1)
@@ -186,9 +208,12 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
                               soft_fault_share=soft_fault_share, demand=D, spare_cards=spares,
                               requests_per_s=per_instance / output_tokens_per_request,
                               inflight_requests=batch, tokens_per_s=per_instance)
-                res = analyse_fleet(fleet, tiers, max_recovering=max_recovering)
-                meets = res.slo_availability >= target
-                point = FrontierPoint(E, tau, D, K, spares, fleet.cards, res, meets)
+                if spares is None:  # independent instances: exact product form, any K
+                    res = analyse_independent_fleet(fleet, tiers)
+                else:
+                    res = analyse_fleet(fleet, tiers, max_recovering=max_recovering)
+                value = getattr(res, measure.value)
+                point = FrontierPoint(E, tau, D, K, spares, fleet.cards, res, value >= target, value)
                 if best is None or _better(point, best):
                     best = point
         out.append(best)
@@ -199,8 +224,8 @@ def _better(a: FrontierPoint, b: FrontierPoint) -> bool:
     if a.meets_target != b.meets_target:
         return a.meets_target
     if a.meets_target:
-        return (a.cards, -a.result.slo_availability) < (b.cards, -b.result.slo_availability)
-    return a.result.slo_availability > b.result.slo_availability
+        return (a.cards, -a.availability) < (b.cards, -b.availability)
+    return a.availability > b.availability
 
 
 def tier_ladder(fleet: Fleet, tiers: RecoveryTiers, *, order: Sequence[Tier] | None = None,

@@ -89,6 +89,14 @@ def _layout(t: Table, devices_per_card: int) -> Layout:
     return Layout(ep, tp, dp, devices_per_card)
 
 
+def _spares(t: Table) -> int | None:
+    """``spare_cards``: absent means an unlimited pool."""
+    if "spare_cards" not in t:
+        t.raw("spare_cards", None)
+        return None
+    return t.integer("spare_cards", minimum=0)
+
+
 def _optional(tiers: Table, key: str):
     if key not in tiers:
         tiers.raw(key, None)
@@ -202,12 +210,12 @@ def _read(root: Table) -> InferenceModel:
     pf = root.table("prefill")
     p_layout = _layout(pf, dpc)
     p_k = pf.integer("instances", minimum=1)
-    p_sp = pf.integer("spare_cards", None, minimum=0)
+    p_sp = _spares(pf)
     pf.finish()
     dc = root.table("decode")
     d_layout = _layout(dc, dpc)
     d_k = dc.integer("instances", minimum=1)
-    d_sp = dc.integer("spare_cards", None, minimum=0)
+    d_sp = _spares(dc)
     sizes = dc.raw("candidate_sizes", (d_layout.cards,), types=(list, tuple))
     if not sizes or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in sizes):
         raise SpecError(f"decode.candidate_sizes={sizes!r}: expected a list of card counts >= 1")
