@@ -1,7 +1,10 @@
-"""S-LIN-4: "a 4K-card cluster at 80 % linearity does the work of 3.2K cards".
+"""S-LIN-4: "a 4K-card cluster at 80 % linearity does the work of 3.2K cards" (and the
+target of more than 95 % at 10K cards); S-LIN-6: dynamic routing cut cross-node latency to
+0.8 us (67 % lower).
 
 Mechanism: linearity L = (T_N / N) / (T_N0 / N0), so N cards at linearity L deliver the
-throughput of N x L baseline-efficient cards.
+throughput of N x L baseline-efficient cards. The 10K-card target and the latency cut are
+run through the Sim2Train step-time model of the Pangu Ultra 135B plan.
 """
 
 from __future__ import annotations
@@ -10,14 +13,14 @@ from pathlib import Path
 
 from markovsim.repro import Input, Row
 
-IDS = ["S-LIN-4"]
+IDS = ["S-LIN-4", "S-LIN-6"]
 
 
 def run(out_dir: Path) -> list[Row]:
     cards = 4096  # source: S-LIN-4 "4K cards" (binary K, as in the cluster sizes of S-LIN-1..3)
     linearity = 0.80  # source: S-LIN-4
     effective = cards * linearity
-    return [
+    rows = [
         Row(
             id="S-LIN-4",
             quantity="effective cards of a 4K-card job at 80 % linearity",
@@ -33,3 +36,54 @@ def run(out_dir: Path) -> list[Row]:
             note="4096 x 0.8 = 3277 (\"3.2K\" to two figures); with 4000 cards it is 3200 exactly",
         )
     ]
+    rows += _target_and_latency()
+    return rows
+
+
+def _target_and_latency() -> list[Row]:
+    import dataclasses
+
+    from markovsim.training import LinkLevel, Scaling, load_plan, scaling_curve
+
+    spec = load_plan("pangu_ultra_135b_8k")
+    cards = [256, 10240]  # source: S-LIN-4 "10K-card scale"; 10240 = 160 replicas of TP 8 x PP 8
+    # assumption: global batch 2560 (not 2048) so that 160 replicas get whole rounds of 8 micro-batches
+    spec = dataclasses.replace(spec, plan=spec.plan.replace(global_batch=2560))
+    curves = {mode: scaling_curve(spec.workload, spec.hardware, spec.plan, cards, scaling=mode,
+                                  efficiency=spec.efficiency, jitter_cv=0.01)
+              for mode in Scaling}
+    fixed = float(curves[Scaling.FIXED_GLOBAL_BATCH].linearity[1])
+    grown = float(curves[Scaling.FIXED_REPLICA_BATCH].linearity[1])
+    rows = [Row(
+        id="S-LIN-4", quantity="linearity of Pangu Ultra 135B at 10K cards (target > 95 %)",
+        reported=0.95, model=fixed, unit="1", tolerance="> 0.95",
+        status="explained",
+        inputs=[Input("plan", "pangu_ultra_135b_8k", "", "models/plans (public_inputs.md)"),
+                Input("rank jitter CV", 0.01, "1", "assumption: not published"),
+                Input("global batch", 2560, "sequences", "assumption: 2048 does not tile 160 replicas")],
+        note=(f"global batch 2560 held: {fixed:.4f} (below the target); global batch grown with the cards: {grown:.4f} (meets it). The target is "
+              "reachable only if the global batch grows with the job."),
+    )]
+    # S-LIN-6: latency 0.8 us after a 67 % cut -> 2.42 us before; public_inputs quotes ~2 us Ethernet hops
+    after, cut = 0.8e-6, 0.67  # source: S-LIN-6
+    before = after / (1 - cut)
+    quoted = 2e-6  # source: public_inputs.md "single-hop latency about 200 ns against 2 us on Ethernet"
+    lv = spec.hardware.levels
+    faster = dataclasses.replace(spec.hardware, levels=lv[:-1] + (dataclasses.replace(
+        lv[-1], latency_s=lv[-1].latency_s * (1 - cut)),))
+    base = scaling_curve(spec.workload, spec.hardware, spec.plan, cards, scaling=Scaling.FIXED_GLOBAL_BATCH,
+                         efficiency=spec.efficiency).linearity[1]
+    fast = scaling_curve(spec.workload, faster, spec.plan, cards, scaling=Scaling.FIXED_GLOBAL_BATCH,
+                         efficiency=spec.efficiency).linearity[1]
+    rows.append(Row(
+        id="S-LIN-6", quantity="cross-node latency before the 67 % cut (0.8 us after)", reported=quoted * 1e6,
+        model=before * 1e6, unit="us", tolerance=0.5, status="explained" if abs(before - quoted) <= 0.5e-6 else "inconsistent",
+        inputs=[Input("latency after", 0.8, "us", "S-LIN-6"), Input("reduction", cut, "1", "S-LIN-6"),
+                Input("Ethernet hop latency", 2.0, "us", "public_inputs.md (vendor claim)")],
+        note=(f"0.8 us / (1 - 0.67) = {before * 1e6:.2f} us, close to the ~2 us quoted for Ethernet. In the "
+              f"step-time model a 67 % lower scale-out latency moves the 10K-card linearity from {base:.5f} "
+              f"to {fast:.5f}: latency is not what limits linearity at this message size (bandwidth and the "
+              "bubble are). The 99.7 % stability figure belongs to the availability model."),
+    ))
+    return rows
+
