@@ -193,7 +193,8 @@ def plot_timeline(bars: Sequence[tuple[Any, float, float, str]], *, unit: str = 
     kinds = list(dict.fromkeys(b[3] for b in bars))
     colours = {k: f"C{i}" for i, k in enumerate(kinds)}
     for row, start, duration, kind in bars:
-        ax.broken_barh([(start, duration)], (rows.index(row) - 0.4, 0.8), color=colours[kind])
+        ax.broken_barh([(start, duration)], (rows.index(row) - 0.4, 0.8), facecolors=colours[kind],
+                       edgecolor="white", linewidth=0.5)
     ax.set_yticks(range(len(rows)), [str(r) for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel(f"time [{unit}]")
