@@ -68,6 +68,9 @@ class InstanceState(enum.IntEnum):
 
 
 _N = len(InstanceState)
+#: events rarer than this (per second) are dropped: they carry no meaning, and subnormal
+#: rates would overflow the elimination of the stationary solver
+_NEGLIGIBLE_RATE = 1e-200
 S = InstanceState
 _RECOVERING = tuple(range(S.RETRY, _N))
 
@@ -206,7 +209,7 @@ class _Rules:
 
         def add(rate, branches, retried, lost):
             for p, st, df in branches:
-                if rate * p > 0:
+                if rate * p > _NEGLIGIBLE_RATE:
                     out.append((rate * p, st, df, retried, lost))
 
         if state == S.UP:
