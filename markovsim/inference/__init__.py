@@ -1,4 +1,5 @@
 """Sim2Infer availability: large expert-parallel inference fleets and tiered recovery."""
+from ._catalogue import fault_rates_from_catalogue as fault_rates_from_catalogue
 from ._fleet import (
     MONTH as MONTH,
     Fleet as Fleet,
@@ -41,6 +42,7 @@ from ._tiers import (
 )
 
 __all__ = [
+    "fault_rates_from_catalogue",
     "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyse_fleet", "analyse_independent_fleet", "fleet_chain",
     "instance_chain", "DecodeMemoryModel", "FrontierPoint", "Measure", "cheapest_fleet", "decode_batch_per_device",
     "decode_tokens_per_s_per_card", "tier_ladder", "InferenceModel", "Layout", "load_inference_model", "Estimate", "SimulationResult", "simulate_fleet",

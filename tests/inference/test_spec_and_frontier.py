@@ -129,3 +129,18 @@ def test_tier_ladder_starts_bare_and_adds_in_order():
     assert steps[1][0] == (inf.Tier.TRAFFIC_SWITCH,)
     with pytest.raises(markovsim.InvalidParameterError, match="not deployed"):
         inf.tier_ladder(fleet, m.tiers.only(), order=[inf.Tier.ELASTIC])
+
+
+def test_fault_rates_from_the_availability_catalogue():
+    av = pytest.importorskip("markovsim.availability")
+    cat = av.FaultCatalogue(
+        components=(av.Component("npu", "card", 0.5 / YEAR), av.Component("software", "card", 0.3 / YEAR)),
+        modes=(av.FaultMode("npu_hard", "npu", 0.6, av.Effect.INTERRUPT, av.BlastRadius.CARD, "restart", spare_nodes=1),
+               av.FaultMode("hbm_uce", "npu", 0.3, av.Effect.INTERRUPT, av.BlastRadius.CARD, "online"),
+               av.FaultMode("slow", "npu", 0.1, av.Effect.DEGRADE, av.BlastRadius.CARD, "isolate"),
+               av.FaultMode("crash", "software", 1.0, av.Effect.INTERRUPT, av.BlastRadius.JOB, "restart")))
+    shape = av.ClusterShape("one node", cards=8, cards_per_node=8)
+    rate, soft = inf.fault_rates_from_catalogue(cat, shape)
+    # interrupting: 0.5 x (0.6 + 0.3) + 0.3 per card-year; soft: 0.5 x 0.3 + 0.3
+    assert rate == pytest.approx((0.45 + 0.3) / YEAR, rel=1e-12)
+    assert soft == pytest.approx(0.45 / 0.75, rel=1e-12)
