@@ -140,6 +140,8 @@ def format_table(rows: Sequence[Row]) -> str:
     body = [(r.id, r.quantity, _fmt(r.reported), _fmt(r.model), r.unit, r.status) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     widths[1] = min(widths[1], 60)
+    widths[2] = min(widths[2], 24)
+    widths[3] = min(widths[3], 24)
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
     lines.append("  ".join("-" * w for w in widths))
     for b in body:
