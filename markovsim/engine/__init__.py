@@ -18,6 +18,33 @@ from ._stationary import (
     stationary_distribution as stationary_distribution,
     stationary_distributions as stationary_distributions,
 )
+from ._absorption import (
+    absorption_probabilities as absorption_probabilities,
+    mean_first_passage_times as mean_first_passage_times,
+    mean_time_to_absorption as mean_time_to_absorption,
+)
+from ._reward import long_run_reward_rate as long_run_reward_rate
+from ._simulate import (
+    Estimate as Estimate,
+    SimulationResult as SimulationResult,
+    SimulationStatus as SimulationStatus,
+    estimate_mean_time_to_absorption as estimate_mean_time_to_absorption,
+    estimate_time_average as estimate_time_average,
+    simulate_ctmc as simulate_ctmc,
+    simulate_dtmc as simulate_dtmc,
+)
+from ._symbolic import (
+    symbolic_mean_time_to_absorption as symbolic_mean_time_to_absorption,
+    symbolic_stationary_distribution as symbolic_stationary_distribution,
+    to_jax_function as to_jax_function,
+)
+from ._transient import (
+    Squaring as Squaring,
+    Uniformization as Uniformization,
+    accumulated_reward as accumulated_reward,
+    expected_time_in_states as expected_time_in_states,
+    transient_distribution as transient_distribution,
+)
 from ._structure import (
     communicating_classes as communicating_classes,
     is_aperiodic as is_aperiodic,
@@ -36,4 +63,11 @@ __all__ = [
     "solve_stationary", "stationary_distribution", "stationary_distributions",
     "communicating_classes", "is_aperiodic", "is_irreducible", "period", "recurrent_classes",
     "transient_states", "validate_chain", "validate_generator", "validate_transition_matrix",
+    "Squaring", "Uniformization", "accumulated_reward", "expected_time_in_states",
+    "transient_distribution",
+    "absorption_probabilities", "mean_first_passage_times", "mean_time_to_absorption",
+    "long_run_reward_rate",
+    "symbolic_mean_time_to_absorption", "symbolic_stationary_distribution", "to_jax_function",
+    "Estimate", "SimulationResult", "SimulationStatus", "estimate_mean_time_to_absorption",
+    "estimate_time_average", "simulate_ctmc", "simulate_dtmc",
 ]
