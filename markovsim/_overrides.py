@@ -1,0 +1,385 @@
+"""Command-line changes to a model file: ``--set key=value`` and ``--vary key=start:stop:num``.
+
+A model file is read into a plain dict (``tomllib``), changed, and handed to the domain
+loader, which checks it as strictly as the file itself (unknown keys, missing units).
+The domain loaders read paths, so a changed document is written to a temporary TOML file
+(in a fresh temporary directory, under the original file's name) and every error message
+that names the temporary file is rewritten to name the original one. The loaders resolve
+the files a model refers to (a plan's ``workload = "pangu_ultra_135b"``) by bare name in
+``models/`` or relative to the working directory, never relative to the model file, so the
+move does not change what they read.
+
+Syntax
+    ``--set`` ``key.path=value``: the key is a dotted path into the document
+    (``efficiency.compute``, ``tiers.restart.restart_time``; ``levels[1].bandwidth`` for an
+    element of an array of tables). The value is a TOML literal (``0.55``, ``8``, ``true``,
+    ``"30 min"``, ``[16, 32]``); anything that is not a TOML literal is taken as a string,
+    so ``--set 'checkpoint.interval=30 min'`` works without the inner quotes. A missing
+    table on the path is created; whether the key is allowed is for the model's loader to
+    say (its error names the key).
+
+    ``--vary`` ``key.path=start:stop:num`` (``num`` points from ``start`` to ``stop``,
+    both included, evenly spaced) or ``key.path=v1,v2,...``. Each endpoint may carry a
+    unit (``10min:60min:6``, ``"10 min:1 h:6"``); a bare number is in the unit the model
+    file writes the key in (``checkpoint.interval = "30 min"`` makes ``10:60:6`` minutes)
+    and plain if the file writes a plain number. A key that is an integer in the file gets
+    integer values (an error if the points are not whole numbers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import math
+import re
+import shutil
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ._errors import MarkovsimError, SpecError
+from ._spec import _KINDS, _NUM, parse_quantity
+
+__all__ = [
+    "Override", "Variation", "parse_override", "parse_variation", "parse_value", "apply_overrides",
+    "read_document", "dumps_toml", "load_document", "MODELS_DIR", "resolve_model_path",
+]
+
+#: the model files shipped in a source checkout
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+_SEGMENT = re.compile(r"^([A-Za-z0-9_\-]+)((?:\[\d+\])*)$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+
+# --------------------------------------------------------------------------- key paths
+
+
+def _parse_path(key: str, where: str) -> tuple[str | int, ...]:
+    key = key.strip()
+    if not key:
+        raise SpecError(f"{where}: empty key; expected key=value with a dotted key such as efficiency.compute")
+    path: list[str | int] = []
+    for part in key.split("."):
+        m = _SEGMENT.match(part.strip())
+        if not m:
+            raise SpecError(f"{where}: key {key!r} is not a dotted path of names "
+                            "(letters, digits, '_', '-'; [i] for an element of an array of tables)")
+        path.append(m.group(1))
+        path.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    return tuple(path)
+
+
+def _show(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """A TOML literal (``0.55``, ``true``, ``"30 min"``, ``[1, 2]``), else the text as a string."""
+    stripped = text.strip()
+    try:
+        return tomllib.loads(f"v = {stripped}")["v"]
+    except tomllib.TOMLDecodeError:
+        return stripped
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """One ``--set`` change: the key path, the new value and the text as given."""
+
+    path: tuple[str | int, ...]
+    value: Any
+    text: str
+
+    @property
+    def key(self) -> str:
+        return _show(self.path)
+
+
+def parse_override(text: str) -> Override:
+    """Parse ``key.path=value`` (see the module documentation)."""
+    where = f"--set {text!r}"
+    if "=" not in text:
+        raise SpecError(f"{where}: expected key=value, e.g. --set efficiency.compute=0.55")
+    key, value = text.split("=", 1)
+    if not value.strip():
+        raise SpecError(f"{where}: no value after '='; expected key=value, e.g. --set efficiency.compute=0.55")
+    return Override(_parse_path(key, where), parse_value(value), text)
+
+
+def _get(doc: Any, path: tuple[str | int, ...]) -> Any:
+    """The value at ``path`` or ``...`` when absent (a non-table on the way is absent too)."""
+    node = doc
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(node, list) or p >= len(node):
+                return ...
+        elif not isinstance(node, dict) or p not in node:
+            return ...
+        node = node[p]
+    return node
+
+
+def _set(doc: dict, path: tuple[str | int, ...], value: Any, where: str) -> None:
+    node: Any = doc
+    for i, p in enumerate(path[:-1]):
+        here = _show(path[: i + 1])
+        nxt = path[i + 1]
+        if isinstance(p, int):
+            if not isinstance(node, list):
+                raise SpecError(f"{where}: {_show(path[:i]) or 'the document'} is not an array; "
+                                f"cannot take element [{p}]")
+            if p >= len(node):
+                raise SpecError(f"{where}: {_show(path[:i])} has {len(node)} element(s); "
+                                f"index [{p}] is out of range")
+            node = node[p]
+            continue
+        if p not in node:
+            if isinstance(nxt, int):
+                raise SpecError(f"{where}: {here} is not in the model file; cannot take element [{nxt}]")
+            node[p] = {}
+        child = node[p]
+        if isinstance(nxt, int):
+            if not isinstance(child, list):
+                raise SpecError(f"{where}: {here}={child!r} is not an array; cannot take element [{nxt}]")
+        elif not isinstance(child, dict):
+            raise SpecError(f"{where}: {here}={child!r} is a value, not a table; "
+                            f"cannot set {_show(path)} inside it")
+        node = child
+    last = path[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or last >= len(node):
+            raise SpecError(f"{where}: index [{last}] is out of range")
+    node[last] = value
+
+
+def apply_overrides(doc: dict, overrides: list[Override]) -> dict:
+    """A deep copy of ``doc`` with every override applied, in order."""
+    out = copy.deepcopy(doc)
+    for o in overrides:
+        _set(out, o.path, o.value, f"--set {o.text!r}")
+    return out
+
+
+# --------------------------------------------------------------------------- --vary
+
+
+@dataclasses.dataclass(frozen=True)
+class Variation:
+    """One ``--vary`` axis: the key path, the values to write into the document, and the
+    coordinate (numbers, in ``unit``) for the Dataset."""
+
+    path: tuple[str | int, ...]
+    text: str
+    written: tuple[Any, ...]
+    coordinate: np.ndarray
+    unit: str
+
+    @property
+    def key(self) -> str:
+        return _show(self.path)
+
+
+def _number_unit(text: str, where: str) -> tuple[float, str]:
+    m = _NUM.match(text)
+    if not m:
+        raise SpecError(f"{where}: {text!r} is not a number with an optional unit (e.g. 600, 10min, \"10 min\")")
+    return float(m.group(1)), m.group(2)
+
+
+def _kind_of(unit: str, where: str) -> str:
+    for kind, units in _KINDS.items():
+        if unit in units:
+            return kind
+    known = sorted({u for units in _KINDS.values() for u in units if u})
+    raise SpecError(f"{where}: unknown unit {unit!r} (expected one of {', '.join(known)})")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.12g}"
+
+
+def parse_variation(text: str, doc: dict) -> Variation:
+    """Parse ``key=start:stop:num`` or ``key=v1,v2,...`` against the model document ``doc``
+    (whose value of the key sets the unit of bare numbers and whether values are integers)."""
+    where = f"--vary {text!r}"
+    if "=" not in text:
+        raise SpecError(f"{where}: expected key=start:stop:num or key=v1,v2,...")
+    key, spec = text.split("=", 1)
+    path = _parse_path(key, where)
+    spec = spec.strip()
+    original = _get(doc, path)
+    file_unit = ""
+    if isinstance(original, str):
+        m = _NUM.match(original)
+        if m:
+            file_unit = m.group(2)
+    integer = isinstance(original, int) and not isinstance(original, bool)
+
+    if ":" in spec:
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise SpecError(f"{where}: expected start:stop:num (three fields separated by ':')")
+        try:
+            num = int(parts[2])
+        except ValueError:
+            raise SpecError(f"{where}: num={parts[2]!r}: expected a whole number of points >= 1") from None
+        if num < 1:
+            raise SpecError(f"{where}: num={num}: expected a whole number of points >= 1")
+        ends = [_number_unit(p, where) for p in parts[:2]]
+    elif spec:
+        ends = [_number_unit(p, where) for p in spec.split(",")]
+        num = None
+    else:
+        raise SpecError(f"{where}: no values; expected key=start:stop:num or key=v1,v2,...")
+
+    units = {u for _, u in ends if u}
+    if units:
+        # explicit units: SI in between, written back in the first explicit unit
+        unit = next(u for _, u in ends if u)
+        kind = _kind_of(unit, where)
+        for _, u in ends:
+            if u:
+                _kind_of(u, where)
+                if u not in _KINDS[kind]:
+                    raise SpecError(f"{where}: units {unit!r} and {u!r} measure different things")
+        factor = _KINDS[kind][unit]
+        si = [parse_quantity(f"{x} {u or unit}".strip(), kind, where=where) for x, u in ends]
+        values = np.linspace(si[0], si[1], num) if num is not None else np.asarray(si)
+        coordinate = values / factor
+        written = tuple(f"{_fmt(c)} {unit}" if unit != "%" else f"{_fmt(c)} %" for c in coordinate)
+        return Variation(path, text, written, coordinate, unit)
+
+    raw = [x for x, _ in ends]
+    values = np.linspace(raw[0], raw[1], num) if num is not None else np.asarray(raw)
+    if file_unit:
+        return Variation(path, text, tuple(f"{_fmt(v)} {file_unit}" for v in values), values, file_unit)
+    if integer:
+        whole = np.round(values)
+        if not np.allclose(values, whole, rtol=0, atol=1e-9):
+            raise SpecError(f"{where}: {_show(path)} is an integer in the model file but the points "
+                            f"{', '.join(_fmt(v) for v in values)} are not whole numbers; choose start, stop "
+                            "and num so that they are, or list the values")
+        ints = tuple(int(v) for v in whole)
+        return Variation(path, text, ints, np.asarray(ints, dtype=np.int64), "")
+    return Variation(path, text, tuple(float(v) for v in values), values.astype(float), "")
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_document(path: Path) -> dict:
+    """The TOML document at ``path`` as a dict (:class:`SpecError` when missing or invalid)."""
+    try:
+        with Path(path).open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: model file not found") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory, expected a model file (TOML)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+
+
+def resolve_model_path(name_or_path: str, folder: str) -> Path:
+    """A path as given if it exists or ends in ``.toml``; else ``models/<folder>/<name>.toml``."""
+    p = Path(name_or_path)
+    if p.exists() or p.suffix == ".toml":
+        return p
+    candidate = MODELS_DIR / folder / f"{name_or_path}.toml"
+    if candidate.exists():
+        return candidate
+    return p
+
+
+def _key(k: str) -> str:
+    return k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
+
+
+def _inline(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_inline(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_inline(x)}" for k, x in v.items()) + "}"
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    raise SpecError(f"cannot write {v!r} ({type(v).__name__}) to TOML")
+
+
+def _is_table_array(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
+def dumps_toml(doc: dict) -> str:
+    """Write a document (as read by ``tomllib``) back to TOML; ``tomllib.loads`` of the
+    result equals ``doc``."""
+    lines: list[str] = []
+
+    def table(d: dict, prefix: tuple[str, ...]) -> None:
+        for k, v in d.items():
+            if not isinstance(v, dict) and not _is_table_array(v):
+                lines.append(f"{_key(k)} = {_inline(v)}")
+        for k, v in d.items():
+            name = (*prefix, _key(k))
+            if isinstance(v, dict):
+                lines.append("")
+                lines.append(f"[{'.'.join(name)}]")
+                table(v, name)
+            elif _is_table_array(v):
+                for item in v:
+                    lines.append("")
+                    lines.append(f"[[{'.'.join(name)}]]")
+                    table(item, name)
+
+    table(doc, ())
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def _written(doc: dict, original: Path) -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="markovsim-"))
+    try:
+        path = directory / (original.name if original.suffix == ".toml" else "model.toml")
+        path.write_text(dumps_toml(doc), encoding="utf-8")
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def load_document(loader: Callable[[Path], Any], doc: dict, original: Path, *,
+                  changed: bool = True, label: str | None = None) -> Any:
+    """Run ``loader`` (which reads a path) on the document ``doc`` that came from ``original``.
+
+    Unchanged documents are read from ``original`` itself; changed ones from a temporary
+    copy, with the temporary path in error messages replaced by ``label`` (default: the
+    original path).
+    """
+    if not changed:
+        return loader(original)
+    shown = label if label is not None else str(original)
+    with _written(doc, original) as tmp:
+        try:
+            return loader(tmp)
+        except MarkovsimError as exc:
+            message = str(exc).replace(str(tmp), shown).replace(str(tmp.parent), "")
+            raise type(exc)(message) from None

@@ -1,0 +1,496 @@
+"""The ``markovsim`` command line: every command's normal output and its error paths.
+
+Numbers are checked against the library's own public functions on the same model (the CLI
+must add nothing), and where one exists against an independent closed form (pipeline
+bubble 7/23 and 7/103; compute time inversely proportional to ``efficiency.compute``).
+Commands run in-process through ``markovsim._cli.main``; one test runs the installed
+console script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import markovsim  # noqa: F401  (float64)
+from markovsim import _cli
+from markovsim import inference as inf
+from markovsim import training as tr
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = ROOT / "models" / "plans" / "pangu_ultra_135b_8k.toml"
+INFER = ROOT / "models" / "inference" / "deepseek_v3_8gpu.toml"
+CASES = ROOT / "models" / "cases" / "example.toml"
+
+
+def run(capsys, *argv):
+    """(exit code, stdout, stderr) of ``markovsim argv...`` run in-process."""
+    code = _cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_one_line_error(code, err, command, *needles):
+    """Exit code 2 and one line ``markovsim <command>: error: ...`` naming each needle."""
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"markovsim {command}: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, err)
+
+
+def copy_with(tmp_path, source: Path, old: str, new: str, name: str | None = None) -> Path:
+    """A copy of a model file with one line changed."""
+    text = source.read_text()
+    assert old in text, old
+    path = tmp_path / (name or source.name)
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+# --------------------------------------------------------------------------- help and repro
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        _cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("repro", "train", "infer", "goodput", "sweep", "validate"):
+        assert command in out
+
+
+@pytest.mark.parametrize("command, needle", [
+    ("train", "--baseline"), ("infer", "analyse_fleet"), ("goodput", "checkpoint"),
+    ("sweep", "START:STOP:NUM"), ("validate", "Exit code"), ("repro", "--list")])
+def test_each_command_has_help(capsys, command, needle):
+    with pytest.raises(SystemExit) as e:
+        _cli.main([command, "--help"])
+    assert e.value.code == 0
+    assert needle in " ".join(capsys.readouterr().out.split())
+
+
+def test_no_command_prints_help(capsys):
+    code, out, _ = run(capsys)
+    assert code == 0 and "COMMAND" in out
+
+
+def test_repro_list(capsys):
+    code, out, _ = run(capsys, "repro", "--list")
+    assert code == 0 and "S-HW-1" in out
+
+
+# --------------------------------------------------------------------------- train
+
+
+@pytest.fixture(scope="module")
+def plan_spec():
+    return tr.load_plan(PLAN)
+
+
+def test_train_json_equals_the_library(capsys, plan_spec):
+    got = run_json(capsys, "train", PLAN)
+    s = plan_spec
+    b = tr.step_time(s.workload, s.hardware, s.plan, efficiency=s.efficiency)
+    o = got["outputs"]
+    for field, key in [("step_time", "step_time_s"), ("compute", "compute_s"), ("bubble", "bubble_s"),
+                       ("tp_exposed", "tp_exposed_s"), ("dp_exposed", "dp_exposed_s"), ("mfu", "mfu"),
+                       ("hfu", "hfu"), ("tokens_per_s", "tokens_per_s"), ("memory_bytes", "memory_bytes")]:
+        assert o[key] == pytest.approx(getattr(b, field), rel=1e-12), key
+    assert o["tokens_per_s_per_card"] == pytest.approx(b.tokens_per_s / 8192, rel=1e-12)
+    # independent: interleaved bubble (p-1)/(v m + p-1) with p=8, v=6, m=2048/128=16
+    assert o["pipeline_bubble_fraction"] == pytest.approx(7 / 103, rel=1e-12)
+    assert got["plan"]["cards"] == 8192 and got["plan"]["micro_batches"] == 16
+    assert got["scaling"] is None
+
+
+def test_train_bare_name_and_table(capsys, plan_spec):
+    code, out, err = run(capsys, "train", "pangu_ultra_135b_8k")
+    assert code == 0, err
+    b = tr.step_time(plan_spec.workload, plan_spec.hardware, plan_spec.plan, efficiency=plan_spec.efficiency)
+    assert "step time breakdown" in out
+    assert f"{100 * b.mfu:.2f} %" in out
+    assert f"{b.step_time:.4f}" in out
+
+
+def test_train_set_overrides(capsys):
+    base = run_json(capsys, "train", PLAN)["outputs"]
+    got = run_json(capsys, "train", PLAN, "--set", "efficiency.compute=0.5")
+    # compute time = FLOPs / (peak x efficiency.compute): exactly 0.6 / 0.5 times longer
+    assert got["outputs"]["compute_s"] == pytest.approx(base["compute_s"] * 0.6 / 0.5, rel=1e-12)
+    assert got["overrides"] == ["efficiency.compute=0.5"]
+    # independent: 1F1B bubble (p-1)/(m+p-1) = 7/23; a string value without TOML quotes
+    got = run_json(capsys, "train", PLAN, "--set", "schedule=1f1b", "--set", "virtual_stages=1")
+    assert got["outputs"]["pipeline_bubble_fraction"] == pytest.approx(7 / 23, rel=1e-12)
+    assert got["plan"]["schedule"] == "1f1b"
+
+
+def test_train_linearity_equals_the_library(capsys, plan_spec):
+    got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, 8192, "--jitter-cv", 0.01)
+    pts = got["scaling"]["points"]
+    assert [p["cards"] for p in pts] == [256, 4096, 8192]
+    s = plan_spec
+    thr = {}
+    for n in (256, 4096, 8192):
+        p = tr.scale_plan(s.plan, n, scaling=tr.Scaling.FIXED_GLOBAL_BATCH)
+        t = tr.step_time(s.workload, s.hardware, p, efficiency=s.efficiency).step_time
+        t += tr.straggler_delay(t, n, jitter_cv=0.01)
+        thr[n] = p.global_batch * s.workload.seq_len / t
+    for p in pts:
+        assert p["tokens_per_s"] == pytest.approx(thr[p["cards"]], rel=1e-12)
+        assert p["linearity"] == pytest.approx(float(tr.linearity(thr[p["cards"]], p["cards"], thr[256], 256)),
+                                               rel=1e-12)
+    assert pts[0]["linearity"] == 1.0 and 0.5 < pts[1]["linearity"] < 1.0
+    # the table prints the same linearity
+    code, out, _ = run(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--jitter-cv", 0.01)
+    assert code == 0 and f"{pts[1]['linearity']:.4f}" in out and "linearity" in out
+
+
+def test_train_fixed_replica_batch_grows_the_batch(capsys):
+    got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--scaling", "fixed-replica-batch")
+    base, big = got["scaling"]["points"]
+    assert big["global_batch"] == base["global_batch"] * 16 and big["micro_batches"] == base["micro_batches"]
+
+
+def test_train_bad_model_files(capsys, tmp_path):
+    bad = copy_with(tmp_path, PLAN, "pp = 8", "pp = 8\ntpp = 8")
+    assert_one_line_error(*run(capsys, "train", bad)[::2], "train", "tpp", str(bad))
+    # a hardware file with a bare number for a time: missing unit, naming the key
+    hw = copy_with(tmp_path, ROOT / "models" / "hardware" / "atlas_800t_a2.toml", 'latency = "5 us"', "latency = 5")
+    plan = copy_with(tmp_path, PLAN, 'hardware = "atlas_800t_a2"', f'hardware = "{hw}"', "plan.toml")
+    assert_one_line_error(*run(capsys, "train", plan)[::2], "train", "latency", "missing unit")
+    missing = tmp_path / "nope.toml"
+    assert_one_line_error(*run(capsys, "train", missing)[::2], "train", "nope.toml", "not found")
+    assert_one_line_error(*run(capsys, "train", "no_such_plan")[::2], "train", "no_such_plan", "not found")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("tp = [\n")
+    assert_one_line_error(*run(capsys, "train", broken)[::2], "train", "not valid TOML")
+
+
+@pytest.mark.parametrize("setting, needles", [
+    ("tp", ("--set 'tp'", "key=value")),
+    ("tp=", ("no value",)),
+    ("=8", ("empty key",)),
+    ("efficiency.comput=0.5", ("'comput'", "unknown key", "--set efficiency.comput=0.5")),
+    ("efficiency.compute=fast", ("efficiency.compute", "fast")),
+    ("efficiency.compute=1.5", ("efficiency.compute", "<= 1")),
+    ("tp.inner=1", ("tp=8", "not a table")),
+    ("tp=0", ("tp", ">= 1")),
+    ("bad key=1", ("not a dotted path",)),
+])
+def test_train_bad_set(capsys, setting, needles):
+    assert_one_line_error(*run(capsys, "train", PLAN, "--set", setting)[::2], "train", *needles)
+
+
+def test_set_into_an_array_of_tables():
+    """``levels[1].bandwidth``: an element of an array of tables (the hardware files' links)."""
+    from markovsim._overrides import apply_overrides, load_document, parse_override, read_document
+
+    hw = ROOT / "models" / "hardware" / "atlas_800t_a2.toml"
+    doc = apply_overrides(read_document(hw), [parse_override("levels[1].bandwidth=12.5 GB/s")])
+    got = load_document(tr.load_hardware, doc, hw)
+    want = tr.load_hardware(hw)
+    assert got.levels[1].bandwidth_bytes_per_s == 12.5e9
+    assert got.levels[0] == want.levels[0] and got.levels[1].latency_s == want.levels[1].latency_s
+    with pytest.raises(markovsim.SpecError, match=r"levels has 2 element\(s\)"):
+        apply_overrides(doc, [parse_override("levels[2].bandwidth=1")])
+
+
+def test_set_on_a_missing_table_path(capsys):
+    code, _, err = run(capsys, "train", PLAN, "--set", "levels[1].bandwidth=1")
+    assert_one_line_error(code, err, "train", "levels", "not in the model file")
+
+
+# --------------------------------------------------------------------------- infer
+
+
+@pytest.fixture(scope="module")
+def infer_model():
+    return inf.load_inference_model(INFER)
+
+
+def test_infer_json_equals_the_library(capsys, infer_model):
+    got = run_json(capsys, "infer", INFER)
+    m = infer_model
+    decode = inf.analyse_fleet(m.decode, m.tiers)              # finite spare pool: count chain
+    prefill = inf.analyse_independent_fleet(m.prefill, m.tiers)  # unlimited pool: product form
+    for role, want in (("decode", decode), ("prefill", prefill)):
+        for field in ("slo_availability", "slo_unavailability", "capacity_availability",
+                      "request_availability", "requests_lost_per_day", "downtime_per_month", "instance_mtbf"):
+            assert got[role][field] == pytest.approx(getattr(want, field), rel=1e-12), (role, field)
+        np.testing.assert_allclose(got[role]["capacity_probabilities"], want.capacity_probabilities, rtol=1e-12)
+    assert got["decode"]["spare_cards"] == m.decode.spare_cards and got["prefill"]["spare_cards"] is None
+    assert got["slo_target"] == m.target
+    assert got["decode"]["meets_target"] == (decode.slo_availability >= m.target)
+    # independent: instance MTBF is 1 / (cards x card fault rate)
+    assert got["decode"]["instance_mtbf"] == pytest.approx(1 / (m.decode.cards_per_instance * m.decode.card_fault_rate),
+                                                           rel=1e-12)
+
+
+def test_infer_table_and_set(capsys, infer_model):
+    code, out, err = run(capsys, "infer", "deepseek_v3_8gpu")
+    assert code == 0, err
+    assert "SLO availability" in out and "decode" in out and "prefill" in out
+    got = run_json(capsys, "infer", INFER, "--set", "decode.instances=5", "--set", "tiers.restart.restart_time=10 min")
+    m = infer_model
+    fleet = dataclasses.replace(m.decode, instances=5)
+    tiers = dataclasses.replace(m.tiers, restart=inf.InstanceRestart(600.0))
+    want = inf.analyse_fleet(fleet, tiers)
+    assert got["decode"]["instances"] == 5
+    assert got["decode"]["slo_availability"] == pytest.approx(want.slo_availability, rel=1e-12)
+
+
+def test_infer_bad_model_files(capsys, tmp_path):
+    bad = copy_with(tmp_path, INFER, 'restart_time = "20 min"', 'restart_time = "20 min"\nrestart_tim = "1 h"')
+    assert_one_line_error(*run(capsys, "infer", bad)[::2], "infer", "restart_tim", "tiers.restart")
+    bad = copy_with(tmp_path, INFER, 'restart_time = "20 min"', "restart_time = 20")
+    assert_one_line_error(*run(capsys, "infer", bad)[::2], "infer", "tiers.restart.restart_time", "missing unit")
+    assert_one_line_error(*run(capsys, "infer", tmp_path / "none.toml")[::2], "infer", "not found")
+
+
+@pytest.mark.parametrize("setting, needles", [
+    ("tiers.restart.restart_time=20", ("tiers.restart.restart_time", "missing unit")),
+    ("tiers.restart.restart_time=20 parsecs", ("tiers.restart.restart_time", "unknown time unit")),
+    ("decode.spare=3", ("'spare'", "unknown key", "--set decode.spare=3")),
+    ("faults.soft_fault_share=2", ("faults.soft_fault_share", "<= 1")),
+    ("name.first=1", ("not a table",)),
+])
+def test_infer_bad_set(capsys, setting, needles):
+    assert_one_line_error(*run(capsys, "infer", INFER, "--set", setting)[::2], "infer", *needles)
+
+
+# --------------------------------------------------------------------------- goodput
+
+
+def test_goodput_without_a_loader_is_a_clear_error(capsys, tmp_path):
+    f = tmp_path / "m.toml"
+    f.write_text("x = 1\n")
+    code, _, err = run(capsys, "goodput", f)
+    assert code == 2 and err.startswith("markovsim goodput: error: ") and len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def test_sweep_train_to_netcdf_equals_the_library(capsys, tmp_path, plan_spec):
+    out = tmp_path / "s.nc"
+    code, text, err = run(capsys, "sweep", PLAN, "--vary", "efficiency.compute=0.4:0.7:4", "--vary", "dp=64,128",
+                          "--out", out)
+    assert code == 0, err
+    assert "wrote" in text
+    ds = xr.open_dataset(out)
+    assert ds["step_time_s"].dims == ("efficiency.compute", "dp")
+    np.testing.assert_allclose(ds["efficiency.compute"], [0.4, 0.5, 0.6, 0.7], rtol=1e-15)
+    assert ds["dp"].values.tolist() == [64, 128]
+    assert int(ds["status"].max()) == 0 and ds.attrs["failed_points"] == 0
+    s = plan_spec
+    for e in (0.4, 0.7):
+        for dp in (64, 128):
+            b = tr.step_time(s.workload, s.hardware, s.plan.replace(dp=dp),
+                             efficiency=dataclasses.replace(s.efficiency, compute=e))
+            got = ds.sel({"efficiency.compute": e, "dp": dp}, method="nearest")
+            assert float(got["step_time_s"]) == pytest.approx(b.step_time, rel=1e-12)
+            assert float(got["mfu"]) == pytest.approx(b.mfu, rel=1e-12)
+    # dp = 64 has 32 micro-batches: bubble 7/(6*32+7) (independent closed form)
+    assert float(ds["pipeline_bubble_fraction"].sel(dp=64)[0]) == pytest.approx(7 / 199, rel=1e-12)
+    ds.close()
+
+
+def test_sweep_infer_units_and_zarr(capsys, tmp_path):
+    out = tmp_path / "s.zarr"
+    got = run_json(capsys, "sweep", INFER, "--vary", "tiers.restart.restart_time=10:20:2",
+                   "--vary", "tiers.repair.repair_time=1d,3d", "--out", out)
+    # a bare number takes the unit the file writes the key in ("20 min"); "1d" its own
+    assert got["coords"]["tiers.restart.restart_time"] == {"values": [10.0, 20.0], "unit": "min"}
+    assert got["coords"]["tiers.repair.repair_time"] == {"values": [1.0, 3.0], "unit": "d"}
+    ds = xr.open_zarr(out)
+    assert ds["tiers.restart.restart_time"].attrs["units"] == "min"
+    assert ds["decode_downtime_per_month_s"].attrs["units"] == "s"
+    # each point equals `markovsim infer --set` at the same values
+    one = run_json(capsys, "infer", INFER, "--set", "tiers.restart.restart_time=10 min",
+                   "--set", "tiers.repair.repair_time=3 d")
+    point = ds.isel({"tiers.restart.restart_time": 0, "tiers.repair.repair_time": 1})
+    assert float(point["decode_slo_availability"]) == pytest.approx(one["decode"]["slo_availability"], rel=1e-12)
+    np.testing.assert_allclose(got["outputs"]["decode_slo_availability"]["values"],
+                               ds["decode_slo_availability"].values, rtol=0)
+
+
+def test_sweep_explicit_units_convert(capsys, tmp_path):
+    got = run_json(capsys, "sweep", INFER, "--vary", "tiers.restart.restart_time=10min:1h:3", "--out", tmp_path / "a.nc")
+    assert got["coords"]["tiers.restart.restart_time"] == {"values": [10.0, 35.0, 60.0], "unit": "min"}
+
+
+def test_sweep_keeps_failed_points_visible(capsys, tmp_path):
+    # dp = 100 does not divide the global batch of 2048 sequences: that point fails
+    out = tmp_path / "f.nc"
+    code, _, err = run(capsys, "sweep", PLAN, "--vary", "dp=64,100", "--out", out)
+    assert code == 0
+    assert "1 of 2 points failed" in err and "global_batch" in err
+    ds = xr.open_dataset(out)
+    assert int(ds["status"].sel(dp=64)) == 0 and int(ds["status"].sel(dp=100)) != 0
+    assert math.isnan(float(ds["step_time_s"].sel(dp=100)))
+    assert ds.attrs["failed_points"] == 1 and "dp=100" in ds.attrs["errors"]
+    ds.close()
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--vary", "dp=100,300"], ("every point failed", "dp=100")),
+    (["--vary", "efficiency.comput=0.4:0.5:2"], ("'comput'", "unknown key")),
+    (["--vary", "efficiency.compute=0.4:0.7"], ("start:stop:num",)),
+    (["--vary", "efficiency.compute=0.4:0.7:x"], ("num",)),
+    (["--vary", "dp=64:128:4"], ("dp", "not whole numbers")),
+    (["--vary", "efficiency.compute=1parsec:2parsec:2"], ("unknown unit 'parsec'",)),
+    (["--vary", "dp=64,128", "--vary", "dp=32,64"], ("appears twice",)),
+    (["--vary", "dp=64,128", "--set", "tpp=1"], ("'tpp'", "unknown key")),
+])
+def test_sweep_errors(capsys, tmp_path, args, needles):
+    assert_one_line_error(*run(capsys, "sweep", PLAN, *args, "--out", tmp_path / "e.nc")[::2], "sweep", *needles)
+
+
+def test_sweep_bad_model_file_and_output(capsys, tmp_path):
+    bad = copy_with(tmp_path, INFER, 'restart_time = "20 min"', "restart_time = 20")
+    assert_one_line_error(*run(capsys, "sweep", bad, "--vary", "decode.instances=4,5", "--out",
+                               tmp_path / "b.nc")[::2], "sweep", "missing unit", "restart_time")
+    assert_one_line_error(*run(capsys, "sweep", PLAN, "--vary", "dp=64,128", "--out", tmp_path / "b.csv")[::2],
+                          "sweep", ".nc", ".zarr")
+    unknown = tmp_path / "what.toml"
+    unknown.write_text("a = 1\n")
+    assert_one_line_error(*run(capsys, "sweep", unknown, "--vary", "a=1,2", "--out", tmp_path / "u.nc")[::2],
+                          "sweep", "cannot tell which kind")
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_validate_example_cases(capsys):
+    got = run_json(capsys, "validate", CASES)
+    assert got["passed"] is True and got["summary"]["n_failed"] == 0
+    rows = {r["case"]: r for r in got["rows"]}
+    # independent closed forms of the two published bubbles: 7/23 and 7/103
+    assert rows["Pangu Ultra 135B, pipeline bubble, 1F1B"]["predicted"] == pytest.approx(7 / 23, rel=1e-12)
+    assert rows["Pangu Ultra 135B, pipeline bubble, interleaved VPP 6"]["predicted"] == pytest.approx(7 / 103, rel=1e-12)
+    lin = rows["Pangu Ultra 135B, linearity at 4K cards against 256"]
+    train = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--jitter-cv", 0.01)
+    assert lin["predicted"] == pytest.approx(train["scaling"]["points"][1]["linearity"], rel=1e-12)
+    errors = [abs(r["error"]) for r in got["rows"]]
+    assert got["summary"]["median_error"] == pytest.approx(float(np.median(errors)), rel=1e-12)
+    assert got["summary"]["max_error"] == pytest.approx(max(errors), rel=1e-12)
+    code, out, _ = run(capsys, "validate", CASES)
+    assert code == 0 and "median" in out and "max" in out and "pipeline_bubble_fraction" in out
+
+
+def _case(tmp_path, body: str) -> Path:
+    path = tmp_path / "cases.toml"
+    path.write_text(body.replace("PLAN", PLAN.as_posix()).replace("INFER", INFER.as_posix()))
+    return path
+
+
+def test_validate_out_of_tolerance_exits_1(capsys, tmp_path):
+    path = _case(tmp_path, """
+        name = "wrong bubble"
+        kind = "train"
+        tolerance = "1 %"
+        model_file = "PLAN"
+        [expect]
+        pipeline_bubble_fraction = "20 %"
+        """.replace("\n        ", "\n"))
+    code, out, err = run(capsys, "validate", path)
+    assert code == 1, err
+    assert "FAIL" in out
+
+
+def test_validate_infer_case(capsys, tmp_path, infer_model):
+    want = inf.analyse_fleet(infer_model.decode, infer_model.tiers)
+    path = _case(tmp_path, f"""
+        name = "fleet"
+        kind = "infer"
+        tolerance = "0.1 %"
+        model_file = "INFER"
+        [expect]
+        decode_slo_availability = {want.slo_availability!r}
+        """.replace("\n        ", "\n"))
+    got = run_json(capsys, "validate", path)
+    assert got["rows"][0]["predicted"] == pytest.approx(want.slo_availability, rel=1e-12)
+
+
+@pytest.mark.parametrize("extra, needles", [
+    ('tpp = 8', ("'tpp'", "unknown key")),
+    ('[linearity]\nbaseline = 256\ncard = 4096', ("'card'", "unknown key")),
+    ('kind = "nonsense"', ("unknown kind",)),
+])
+def test_validate_bad_train_case(capsys, tmp_path, extra, needles):
+    body = f'name = "c"\ntolerance = "1 %"\nmodel_file = "PLAN"\n'
+    if not extra.startswith("kind"):
+        body += 'kind = "train"\n'
+    body += f'{extra}\n[expect]\nmfu = 0.4\n' if not extra.startswith("[") else f'[expect]\nmfu = 0.4\n{extra}\n'
+    path = _case(tmp_path, body)
+    assert_one_line_error(*run(capsys, "validate", path)[::2], "validate", *needles)
+
+
+def test_validate_bad_infer_case_missing_unit(capsys, tmp_path):
+    path = _case(tmp_path, 'name = "c"\nkind = "infer"\ntolerance = "1 %"\nmodel_file = "INFER"\n'
+                           '[tiers.restart]\nrestart_time = 20\n[expect]\ndecode_slo_availability = 0.999\n')
+    assert_one_line_error(*run(capsys, "validate", path)[::2], "validate", "restart_time", "missing unit")
+
+
+def test_validate_missing_file(capsys, tmp_path):
+    assert_one_line_error(*run(capsys, "validate", tmp_path / "none.toml")[::2], "validate", "not found")
+
+
+# --------------------------------------------------------------------------- TOML writer
+
+
+def test_model_files_survive_the_round_trip_through_the_writer():
+    """Overridden documents are written back to TOML for the loaders: nothing may change."""
+    from markovsim._overrides import dumps_toml
+
+    files = sorted((ROOT / "models").rglob("*.toml"))
+    assert len(files) >= 8
+    for f in files:
+        doc = tomllib.loads(f.read_text())
+        assert tomllib.loads(dumps_toml(doc)) == doc, f
+
+
+def test_writer_round_trip_of_awkward_values():
+    from markovsim._overrides import dumps_toml
+
+    doc = {"a key": 'quote " and \\ and \n newline', "ünï": 1, "f": [1.5e-300, -0.0, 1e300],
+           "nested": {"t": {"deep": True}, "arr": [{"x": 1}, {"x": 2, "y": {"z": "w"}}]},
+           "mixed": [[1, 2], ["a"]], "inline": [{"k": 1}, 2], "inf": math.inf}
+    back = tomllib.loads(dumps_toml(doc))
+    assert back == doc
+
+
+# --------------------------------------------------------------------------- console script
+
+
+def test_installed_console_script():
+    exe = shutil.which("markovsim", path=str(Path(sys.executable).parent))
+    if exe is None:  # pragma: no cover - markovsim not installed in this environment
+        pytest.skip("the markovsim console script is not installed next to this Python")
+    ok = subprocess.run([exe, "train", "pangu_ultra_135b_8k", "--json"], capture_output=True, text=True,
+                        timeout=120, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["outputs"]["pipeline_bubble_fraction"] == pytest.approx(7 / 103, rel=1e-12)
+    bad = subprocess.run([exe, "infer", "no/such/file.toml"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "markovsim infer: error: no/such/file.toml: model file not found"]
