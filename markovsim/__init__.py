@@ -43,5 +43,12 @@ __all__ = [
 ]
 
 from ._sweep import sweep as sweep  # noqa: E402
+from ._validate_harness import (  # noqa: E402
+    CaseResult as CaseResult,
+    ValidationReport as ValidationReport,
+    case_kinds as case_kinds,
+    register_case_kind as register_case_kind,
+    validate_cases as validate_cases,
+)
 
-__all__ += ["sweep"]
+__all__ += ["sweep", "CaseResult", "ValidationReport", "case_kinds", "register_case_kind", "validate_cases"]

@@ -9,10 +9,7 @@ import pytest
 
 import markovsim as ms
 
-try:  # public once the integrator re-exports the harness from markovsim/__init__.py
-    from markovsim import CaseResult, ValidationReport, register_case_kind, validate_cases
-except ImportError:  # pragma: no cover - until then
-    from markovsim._validate_harness import CaseResult, ValidationReport, register_case_kind, validate_cases
+from markovsim import CaseResult, ValidationReport, register_case_kind, validate_cases
 
 HOUR, YEAR = ms.HOUR, ms.YEAR
 
