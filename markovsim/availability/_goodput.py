@@ -31,7 +31,9 @@ job-restart tier it reduces to :func:`markovsim.availability.checkpoint_goodput`
 Assumptions (stated, not hidden): fault clocks run only while the job runs (and during
 the exposed recovery phases); a fault during a pause or an unexposed phase is not
 counted; degraded running is counted as full-speed running plus a pause of the lost
-throughput; the spare pool sees faults at their running-time rate.
+throughput; the spare pool is a birth-death chain whose arrivals are the spare-taking
+faults per second of wall time (found by a few fixed-point sweeps over the running share),
+which ignores that arrivals stop while the job waits.
 """
 
 from __future__ import annotations
@@ -123,8 +125,11 @@ def _spare_wait(model: AvailabilityModel, birth_rate):
     return p_empty / ((s + 1) * mu) + pool.activation_time, p_empty
 
 
-def _episodes(model: AvailabilityModel):
-    """Rates and cost components of pauses, in-memory and persistent rollbacks."""
+def _episodes(model: AvailabilityModel, running_share=1.0):
+    """Rates and cost components of pauses, in-memory and persistent rollbacks.
+
+    ``running_share`` converts the spare pool's arrivals from running time to wall time.
+    """
     tiers = model.tiers
     K, M = len(tiers), len(model.fault_names)
     lam = jnp.asarray(model.fault_rates, dtype=float)
@@ -155,7 +160,7 @@ def _episodes(model: AvailabilityModel):
     spare_nodes = jnp.asarray(model.fault_spare_nodes, dtype=float)
     takes = jnp.array([bool(t.takes_spare) for t in tiers], dtype=float)
     births = jnp.sum(lam_run * spare_nodes * (E @ takes)) + jnp.sum(lam_pred * spare_nodes)
-    wait, p_empty = _spare_wait(model, births)
+    wait, p_empty = _spare_wait(model, births * running_share)
 
     x = Lam * R
     ex = jnp.exp(x)
@@ -200,7 +205,20 @@ def _mean_cost(total, rate):
 
 
 def _solve(model: AvailabilityModel):
-    ep = _episodes(model)
+    if model.spares is None:
+        return _solve_given(model, 1.0)[0]
+    # the pool sees spare-taking faults per second of wall time: a few fixed-point sweeps
+    share = 1.0
+    for _ in range(_POOL_SWEEPS):
+        result, share = _solve_given(model, share)
+    return result
+
+
+_POOL_SWEEPS = 5
+
+
+def _solve_given(model: AvailabilityModel, running_share):
+    ep = _episodes(model, running_share)
     cp = model.checkpoint
     n = max(cp.memory_per_persistent, 1)
     has_mem = cp.memory_per_persistent > 0
@@ -294,7 +312,7 @@ def _solve(model: AvailabilityModel):
         lost_work_per_interruption=lost_work,
         lost=lost,
         job_mtbf=1.0 / ep["Lam"],
-    )
+    ), running
 
 
 _solve_jit = jax.jit(_solve)
@@ -343,7 +361,7 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
         ``{"fault_rates[optical single lane]": ..., "tiers[job restart].detection": ..., ...}``.
     """
     _maybe_validate(model)
-    g, grads = jax.value_and_grad(lambda m: _solve(m).goodput)(model)
+    g, grads = _value_and_grad(model)
     out: dict[str, float] = {}
     names = model.fault_names
 
@@ -369,6 +387,9 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
     for f in ("cards", "migration_time", "step_time"):
         add(f, getattr(model, f), getattr(grads, f))
     return out
+
+
+_value_and_grad = jax.jit(jax.value_and_grad(lambda m: _solve(m).goodput))
 
 
 def _with_interval(model, interval):
