@@ -16,6 +16,7 @@ transitions. For a DTMC the reward per step is
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import jax
@@ -33,6 +34,7 @@ __all__ = ["long_run_reward_rate"]
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
+@partial(jax.jit, static_argnames=("dtmc",))
 def _jax_rate(M, pi, r, C, dtmc: bool):
     rate = jnp.dot(pi, r, precision=_HIGHEST)
     if C is None:

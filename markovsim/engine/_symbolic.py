@@ -85,7 +85,9 @@ def symbolic_stationary_distribution(chain: Any):
     Raises:
         InvalidChainError: not square, negative off-diagonal entry, rows not summing to
             0 (or 1).
-        ReducibleChainError: a zero pivot (the chain is structurally reducible).
+        ReducibleChainError: several recurrent classes (structurally, taking every
+            non-zero entry as a positive rate), or a zero pivot. A chain with transient
+            states and one recurrent class is solved on that class (zeros elsewhere).
 
     Example:
         >>> import sympy, markovsim
@@ -93,16 +95,27 @@ def symbolic_stationary_distribution(chain: Any):
         >>> markovsim.symbolic_stationary_distribution(sympy.Matrix([[-a, a], [b, -b]]))
         Matrix([[b/(a + b), a/(a + b)]])
     """
+    from ._structure import recurrent_classes
+
     sympy = _sympy()
     M, _ = _matrix(chain)
-    n = M.rows
-    A = [[sympy.S.Zero if i == j else sympy.sympify(M[i, j]) for j in range(n)] for i in range(n)]
+    N = M.rows
+    nz = np.array([[i != j and M[i, j] != 0 for j in range(N)] for i in range(N)], dtype=float)
+    classes = recurrent_classes(CTMC(nz))
+    if len(classes) > 1:
+        shown = "; ".join("{" + ", ".join(map(str, c.tolist())) + "}" for c in classes[:5])
+        raise ReducibleChainError(
+            f"the chain has {len(classes)} recurrent classes ({shown}), so it has no unique "
+            "stationary distribution", [c.tolist() for c in classes])
+    keep = [int(i) for i in classes[0]]  # transient states get probability 0
+    n = len(keep)
+    A = [[sympy.S.Zero if i == j else sympy.sympify(M[i, j]) for j in keep] for i in keep]
     for k in range(n - 1):
         s = sympy.cancel(sum(A[k][k + 1:], sympy.S.Zero))
         if s == 0:
             raise ReducibleChainError(
-                f"state {k} has no way to the states after it once states 0..{k - 1} are "
-                "eliminated: the chain is reducible, so it has no unique stationary distribution")
+                f"state {keep[k]}: zero pivot (its rates cancel to 0), so the chain is "
+                "reducible for these rates and has no unique stationary distribution")
         for i in range(k + 1, n):
             A[i][k] = sympy.cancel(A[i][k] / s)
         for i in range(k + 1, n):
@@ -116,7 +129,10 @@ def symbolic_stationary_distribution(chain: Any):
     for k in range(n - 2, -1, -1):
         x[k] = sympy.cancel(sum((x[j] * A[j][k] for j in range(k + 1, n)), sympy.S.Zero))
     total = sympy.cancel(sum(x, sympy.S.Zero))
-    return sympy.Matrix([[_finish(xi / total) for xi in x]])
+    pi = [sympy.S.Zero] * N
+    for pos, i in enumerate(keep):
+        pi[i] = _finish(x[pos] / total)
+    return sympy.Matrix([pi])
 
 
 def symbolic_mean_time_to_absorption(chain: Any, p0: Sequence[Any], absorbing: Any):

@@ -178,15 +178,15 @@ def test_eager_jit_vmap_and_gradients():
     thetas = jnp.array([[0.1, 2.0, 0.05], [1.0, 0.5, 0.0], [3e-4, 10.0, 1e-5]])
     eager = jnp.stack([mtta(t) for t in thetas])
     np.testing.assert_allclose(jax.jit(mtta)(thetas[0]), eager[0], rtol=1e-14)
-    np.testing.assert_allclose(jax.vmap(mtta)(thetas), eager, rtol=1e-14)
-    check_grads(mtta, (jnp.array([0.5, 2.0, 0.3]),), order=1, modes=("rev",))
+    np.testing.assert_allclose(jax.jit(jax.vmap(mtta))(thetas), eager, rtol=1e-14)
+    check_grads(jax.jit(mtta), (jnp.array([0.5, 2.0, 0.3]),), order=1, modes=("rev",))
     # and against the closed form's derivative: d/dlam (3 lam + mu) / (2 lam^2) with nu = 0
     lam, mu = 0.2, 1.5
     g = jax.grad(lambda th: ms.mean_time_to_absorption(_q(th), jnp.array([1.0, 0, 0]), [2]))(jnp.array([lam, mu, 0.0]))
     np.testing.assert_allclose(g[0], -(3 * lam + 2 * mu) / (2 * lam**3), rtol=1e-12)
     np.testing.assert_allclose(g[1], 1 / (2 * lam**2), rtol=1e-12)
     # absorption probabilities and first-passage matrix under vmap
-    H = jax.vmap(lambda th: ms.absorption_probabilities(_q(th), [2]))(thetas)
+    H = jax.jit(jax.vmap(lambda th: ms.absorption_probabilities(_q(th), [2])))(thetas)
     np.testing.assert_allclose(H, 1.0, rtol=1e-14)
     M = jax.jit(ms.mean_first_passage_times)(jnp.asarray(random_irreducible(np.random.default_rng(1), 4)))
     np.testing.assert_allclose(M, ms.mean_first_passage_times(random_irreducible(np.random.default_rng(1), 4)), rtol=1e-13)

@@ -196,7 +196,7 @@ def test_eager_jit_vmap_agree():
 
     eager = [f(theta, t) for t in ts]
     jitted = jax.jit(f)
-    vmapped = jax.vmap(f, in_axes=(None, 0))(theta, ts)
+    vmapped = jax.jit(jax.vmap(f, in_axes=(None, 0)))(theta, ts)
     for k, t in enumerate(ts):
         for i in range(2):
             np.testing.assert_allclose(jitted(theta, t)[i], eager[k][i], rtol=1e-13, atol=1e-15)
@@ -206,7 +206,7 @@ def test_eager_jit_vmap_agree():
                                ms.transient_distribution(_q3(theta), P0_3, ts), rtol=1e-13, atol=1e-15)
     # a batch of chains
     thetas = jnp.stack([theta, theta * 2.0])
-    batch = jax.vmap(lambda th: ms.transient_distribution(_q3(th), P0_3, 2.0))(thetas)
+    batch = jax.jit(jax.vmap(lambda th: ms.transient_distribution(_q3(th), P0_3, 2.0)))(thetas)
     for k in range(2):
         one = ms.transient_distribution(np.asarray(_q3(thetas[k])), np.asarray(P0_3), 2.0)
         np.testing.assert_allclose(batch[k], one, rtol=1e-12)
@@ -230,11 +230,11 @@ def test_gradient_matches_finite_differences_and_kolmogorov():
     from jax.test_util import check_grads
 
     theta = jnp.array([1.0, 2.0, 0.5, 3.0])
-    check_grads(lambda th: ms.accumulated_reward(_q3(th), P0_3, 1.5, jnp.array([1.0, 0.3, 0.0])),
+    check_grads(jax.jit(lambda th: ms.accumulated_reward(_q3(th), P0_3, 1.5, jnp.array([1.0, 0.3, 0.0]))),
                 (theta,), order=1, modes=("rev",))
     # d p(t) / dt = p(t) Q (forward equation), exactly
     t = jnp.asarray(0.8)
-    dp = jax.jacfwd(lambda t: ms.transient_distribution(_q3(theta), P0_3, t))(t)
+    dp = jax.jit(jax.jacfwd(lambda t: ms.transient_distribution(_q3(theta), P0_3, t)))(t)
     np.testing.assert_allclose(dp, ms.transient_distribution(_q3(theta), P0_3, t) @ _q3(theta), rtol=1e-12, atol=1e-14)
 
 
