@@ -7,8 +7,9 @@ the row's cumulative rates (a state of zero rate is never drawn). DTMC paths dra
 next state from the row of :math:`P` (self-loops included).
 
 One JAX PRNG key gives every replica its own stream (``jax.random.split``); each event
-draws from ``jax.random.fold_in(replica_key, event_number)``, so a replica's path does
-not depend on how many replicas run beside it. Paths are ``lax.while_loop`` s vmapped
+draws from ``jax.random.fold_in(replica_key, event_number)``, so (with JAX's default
+partitionable threefry keys) a replica's path does not depend on how many replicas run
+beside it. Paths are ``lax.while_loop`` s vmapped
 over replicas and jitted. A CTMC path stops at ``t_end`` (or on entering a stop set, for
 absorption times) or after ``max_events`` transitions: a replica stopped by the cap is
 flagged :attr:`SimulationStatus.MAX_EVENTS` and its time is where it stopped, never
