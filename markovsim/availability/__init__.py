@@ -47,6 +47,7 @@ from ._model import (
     SparePool as SparePool,
     single_tier_model as single_tier_model,
 )
+from ._simulate import SimulationResult as SimulationResult, simulate as simulate
 from ._topology import (
     ClusterShape as ClusterShape,
     FatTree as FatTree,
@@ -66,4 +67,6 @@ __all__ = [
     "Rollback", "SaveMode", "RecoveryTier", "CheckpointPolicy", "SparePool", "AvailabilityModel",
     "single_tier_model", "CAUSES", "GoodputResult", "analyze", "goodput", "goodput_sensitivities",
     "optimal_checkpoint_interval", "time_to_train",
+    # Monte-Carlo twin
+    "SimulationResult", "simulate",
 ]

@@ -290,6 +290,7 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
         raise InvalidParameterError("fault_rates: all zero; nothing to simulate (goodput is the save overhead)")
     mean_events = lam_all * horizon
     n_events = int(mean_events + 6 * math.sqrt(mean_events) + 16)
+    n_events = 1 << (n_events - 1).bit_length()  # powers of two: few recompilations
     keys = jax.random.split(jax.random.PRNGKey(seed), replicas)
     for _ in range(4):
         out = _run(model, keys, float(horizon), float(dt), jnp.zeros((n_events, 0)))

@@ -1,0 +1,82 @@
+"""The Monte-Carlo twin against the analytic goodput (99 % confidence intervals)."""
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import markovsim
+from markovsim.availability import SaveMode, SparePool, analyze, simulate, single_tier_model
+
+from availability_models import H, tiered
+
+# Each check uses a 99 % interval; with several configurations in one test the family-wise
+# level is kept at 99 % by widening each interval (Bonferroni), as stated where used.
+
+
+def _inside(value, ci, widen=1.0):
+    low, high = ci
+    mid, half = 0.5 * (low + high), 0.5 * (high - low) * widen
+    return mid - half <= value <= mid + half
+
+
+def _bonferroni_widen(k):
+    """Factor that turns k two-sided 99 % normal intervals into a 99 % family."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - 0.005 / k) / norm.ppf(1 - 0.005))
+
+
+def test_twin_matches_single_tier_renewal_formula():
+    m = single_tier_model(3000.0, 100.0, 20000.0, 300.0, 60.0)
+    r = simulate(m, replicas=128, horizon=10 * 86400.0, dt=1.0, seed=1)
+    a = analyze(m)
+    assert _inside(float(a.goodput), r.goodput_ci)
+    assert _inside(float(a.interruptions_per_day), r.interruptions_per_day_ci)
+    # each replica runs to its first durable save after the horizon
+    assert 128 * 10 * 86400.0 <= r.replica_steps <= 1.1 * 128 * 10 * 86400.0
+
+
+def test_twin_matches_analytic_goodput_across_random_configurations():
+    rng = np.random.default_rng(20240601)  # draws configurations, not expected values
+    configs = 6
+    widen = _bonferroni_widen(2 * configs)
+    base = tiered()
+    for _ in range(configs):
+        rates = jnp.asarray(10 ** rng.uniform(-5.5, -3.3, size=4))
+        tiers = tuple(dataclasses.replace(t, coverage=float(rng.uniform(0.3, 1.0))) if t.fallback >= 0 else t
+                      for t in base.tiers)
+        m = dataclasses.replace(base, fault_rates=rates, tiers=tiers,
+                                checkpoint=dataclasses.replace(base.checkpoint, interval=float(rng.uniform(600, 8000))))
+        a = analyze(m)
+        r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=int(rng.integers(1 << 30)))
+        assert _inside(float(a.goodput), r.goodput_ci, widen), (float(a.goodput), r.goodput_ci)
+        assert _inside(float(a.unavailability), r.unavailability_ci, widen), (float(a.unavailability),
+                                                                              r.unavailability_ci)
+
+
+@pytest.mark.parametrize("kw", [dict(memory=3), dict(save_mode=SaveMode.BACKGROUND, memory=2), dict(predicted=0.5),
+                                dict(spares=SparePool(size=0, repair_time=2 * H, activation_time=60.0))],
+                         ids=["two-level", "background", "predictive", "no-spares"])
+def test_twin_matches_each_mechanism(kw):
+    m = tiered(**kw)
+    a = analyze(m)
+    r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=7)
+    assert _inside(float(a.goodput), r.goodput_ci), (float(a.goodput), r.goodput_ci)
+
+
+def test_spare_pool_approximation_is_close_under_moderate_stress():
+    # the analytic pool is a birth-death chain (an approximation for size >= 1): within 2 %
+    m = tiered(spares=SparePool(size=3, repair_time=H, activation_time=60.0))
+    a = float(analyze(m).goodput)
+    r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=3)
+    assert abs(a - r.goodput) < 0.02 * a + (r.goodput_ci[1] - r.goodput_ci[0])
+
+
+def test_simulate_rejects_bad_arguments():
+    m = single_tier_model(3000.0, 100.0, 20000.0, 300.0)
+    with pytest.raises(markovsim.InvalidParameterError, match="replicas"):
+        simulate(m, replicas=1)
+    with pytest.raises(markovsim.InvalidParameterError, match="horizon"):
+        simulate(m, horizon=-1.0)
