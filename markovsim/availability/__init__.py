@@ -48,6 +48,14 @@ from ._model import (
     single_tier_model as single_tier_model,
 )
 from ._simulate import SimulationResult as SimulationResult, simulate as simulate
+from ._spec import (
+    RecoveryPlan as RecoveryPlan,
+    build_model as build_model,
+    load_cluster as load_cluster,
+    load_faults as load_faults,
+    load_model as load_model,
+    load_recovery as load_recovery,
+)
 from ._topology import (
     ClusterShape as ClusterShape,
     FatTree as FatTree,
@@ -67,6 +75,8 @@ __all__ = [
     "Rollback", "SaveMode", "RecoveryTier", "CheckpointPolicy", "SparePool", "AvailabilityModel",
     "single_tier_model", "CAUSES", "GoodputResult", "analyze", "goodput", "goodput_sensitivities",
     "optimal_checkpoint_interval", "time_to_train",
+    # model files
+    "RecoveryPlan", "build_model", "load_cluster", "load_faults", "load_model", "load_recovery",
     # Monte-Carlo twin
     "SimulationResult", "simulate",
 ]

@@ -1,0 +1,270 @@
+"""Model files for availability: clusters (with their fault catalogue), fault catalogues and
+recovery plans (TOML, read strictly through :mod:`markovsim._spec`).
+
+Three kinds of file, each number followed by a ``# source: ...`` or ``# assumption: ...``
+comment (see ``models/README`` in each folder):
+
+``models/clusters/*.toml``
+    ``name``, ``cards``, ``cards_per_node``, ``nodes_per_supernode``,
+    ``optical_modules_per_supernode``, ``faults`` (path of a fault file, relative to the
+    cluster file) and a ``[network]`` table (``kind = "fat_tree"``, ``radix``, ``levels``,
+    ``nics_per_card``, ``first_optical_level``).
+``models/faults/*.toml``
+    ``[[components]]`` (``name``, ``scope``, ``rate`` with a unit such as ``"4 AFR"``,
+    ``"200 FIT"``, ``"1e-6 /h"``, ``units_per_scope``) and ``[[modes]]`` (``name``,
+    ``component``, ``share``, ``effect``, ``blast_radius``, ``tier``,
+    ``degraded_throughput``, ``detection_time``, ``spare_nodes``, ``predictable``).
+``models/recovery/*.toml``
+    ``name``, ``catch_all`` (the tier that takes fault modes whose tier the plan lacks),
+    ``step_time``, ``[checkpoint]``, optional ``[spares]`` and ``[prediction]``, and
+    ``[[tiers]]`` in ladder order, each with ``rollback``, ``fallback`` (a tier name),
+    ``takes_spare`` and its phases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import InvalidParameterError, SpecError
+from .._spec import Table, load_toml
+from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
+from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
+from ._topology import SCOPES, ClusterShape, FatTree
+
+__all__ = ["RecoveryPlan", "load_cluster", "load_faults", "load_recovery", "load_model", "build_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecoveryPlan:
+    """A recovery ladder with its checkpoint policy, spare pool and predictive maintenance.
+
+    Attributes:
+        name: label.
+        tiers: the ladder (fallbacks as indices, strictly upward).
+        catch_all: index of the tier that takes fault modes whose named tier is absent.
+        checkpoint: the checkpoint policy.
+        spares: the spare pool (``None``: never short of spares).
+        prediction_coverage: share of the predictable faults that predictive maintenance moves off.
+        migration_time: seconds per graceful migration.
+        step_time: seconds per training step.
+    """
+
+    name: str
+    tiers: tuple[RecoveryTier, ...]
+    catch_all: int
+    checkpoint: CheckpointPolicy
+    spares: SparePool | None = None
+    prediction_coverage: float = 0.0
+    migration_time: float = 0.0
+    step_time: float = 10.0
+
+    def tier_index(self, name: str) -> int | None:
+        for i, t in enumerate(self.tiers):
+            if t.name == name:
+                return i
+        return None
+
+
+def _wrap(fn, path):
+    try:
+        return fn()
+    except InvalidParameterError as exc:  # value errors from validate(): name the file
+        raise SpecError(f"{path}: {exc}") from None
+
+
+def load_faults(path: str | Path) -> FaultCatalogue:
+    """Read a fault catalogue file (see the module docstring)."""
+    path = Path(path)
+    top = load_toml(path)
+    top.text("name", "")
+    comps = []
+    for t in top.tables("components"):
+        comps.append(Component(
+            name=t.text("name"),
+            scope=t.text("scope", choices=SCOPES),
+            rate=t.quantity("rate", "rate"),
+            units_per_scope=t.quantity("units_per_scope", "ratio", 1.0),
+        ))
+        t.finish()
+    modes = []
+    for t in top.tables("modes"):
+        effect = Effect(t.text("effect", choices=tuple(e.value for e in Effect)))
+        modes.append(FaultMode(
+            name=t.text("name"),
+            component=t.text("component"),
+            share=t.probability("share"),
+            effect=effect,
+            blast_radius=BlastRadius(t.text("blast_radius", choices=tuple(b.value for b in BlastRadius))),
+            tier=t.text("tier", None),
+            degraded_throughput=t.probability("degraded_throughput", 1.0),
+            detection_time=t.quantity("detection_time", "time", 0.0),
+            spare_nodes=t.quantity("spare_nodes", "ratio", 0.0),
+            predictable=t.probability("predictable", 0.0),
+        ))
+        t.finish()
+    top.finish()
+    return _wrap(lambda: FaultCatalogue(tuple(comps), tuple(modes)).validate(), path)
+
+
+def load_cluster(path: str | Path) -> tuple[ClusterShape, FaultCatalogue]:
+    """Read a cluster file and the fault catalogue it names."""
+    path = Path(path)
+    t = load_toml(path)
+    name = t.text("name")
+    cards = t.integer("cards", minimum=1)
+    per_node = t.integer("cards_per_node", minimum=1)
+    per_super = t.integer("nodes_per_supernode", 1, minimum=1)
+    optics_super = t.quantity("optical_modules_per_supernode", "ratio", 0.0)
+    faults = t.text("faults")
+    net = t.table("network")
+    net.text("kind", choices=("fat_tree",))
+    tree = FatTree(radix=net.integer("radix", minimum=2), levels=net.integer("levels", minimum=1) if "levels" in net else None,
+                   nics_per_card=net.integer("nics_per_card", 1, minimum=0),
+                   first_optical_level=net.integer("first_optical_level", 0, minimum=0))
+    net.finish()
+    t.finish()
+    shape = _wrap(lambda: ClusterShape(name=name, cards=cards, cards_per_node=per_node,
+                                       nodes_per_supernode=per_super, network=tree,
+                                       optical_modules_per_supernode=optics_super).validate(), path)
+    return shape, load_faults(path.parent / faults)
+
+
+_PHASES = ("detection", "isolation", "rescheduling", "comm_setup_base", "compile", "degraded_time")
+
+
+def load_recovery(path: str | Path) -> RecoveryPlan:
+    """Read a recovery-plan file (see the module docstring)."""
+    path = Path(path)
+    top = load_toml(path)
+    name = top.text("name")
+    step = top.quantity("step_time", "time", strictly_positive=True)
+    raw = top.tables("tiers")
+    names = []
+    for t in raw:
+        n = t.text("name")
+        if n in names:
+            raise SpecError(f"{t.where}.name={n!r}: duplicate tier name")
+        names.append(n)
+    tiers = []
+    for i, t in enumerate(raw):
+        fb_name = t.text("fallback", None)
+        if fb_name is None:
+            fb = -1
+        elif fb_name == names[i]:
+            raise SpecError(f"{t.where}.fallback={fb_name!r}: a tier cannot escalate to itself")
+        elif fb_name not in names:
+            raise SpecError(f"{t.where}.fallback={fb_name!r}: no such tier (tiers: {', '.join(names)})")
+        else:
+            fb = names.index(fb_name)
+            if fb < i:
+                raise SpecError(f"{t.where}.fallback={fb_name!r}: escalation must go up the ladder "
+                                f"(list tiers from the lightest to the heaviest)")
+        phases = {p: t.quantity(p, "time", 0.0) for p in _PHASES}
+        tier = RecoveryTier(
+            name=names[i],
+            rollback=Rollback(t.text("rollback", choices=tuple(r.value for r in Rollback))),
+            fallback=fb,
+            takes_spare=t.raw("takes_spare", False, types=(bool,)),
+            comm_setup_per_card=t.quantity("comm_setup_per_card", "time", 0.0),
+            state_bytes=t.quantity("state", "data", 0.0),
+            bandwidth_bytes_per_s=t.quantity("bandwidth", "bandwidth", 1.0, strictly_positive=True),
+            coverage=t.probability("coverage", 1.0),
+            degraded_throughput=t.probability("degraded_throughput", 1.0),
+            **phases,
+        )
+        if fb == -1 and tier.coverage != 1.0:
+            raise SpecError(f"{t.where}.coverage={tier.coverage}: a tier without fallback must have coverage 1")
+        t.finish()
+        tiers.append(tier)
+    catch = top.text("catch_all")
+    if catch not in names:
+        raise SpecError(f"catch_all={catch!r}: no such tier (tiers: {', '.join(names)})")
+    c = top.table("checkpoint")
+    mode = SaveMode(c.text("save_mode", "blocking", choices=tuple(m.value for m in SaveMode)))
+    cp = CheckpointPolicy(
+        interval=c.quantity("interval", "time", strictly_positive=True),
+        save_time=c.quantity("save_time", "time"),
+        save_mode=mode,
+        write_time=c.quantity("write_time", "time", 0.0),
+        write_interference=c.probability("write_interference", 0.0),
+        memory_per_persistent=c.integer("memory_per_persistent", 0, minimum=0),
+        memory_save_time=c.quantity("memory_save_time", "time", 0.0),
+    )
+    c.finish()
+    spares = None
+    if "spares" in top:
+        s = top.table("spares")
+        spares = SparePool(size=s.integer("size", minimum=0),
+                           repair_time=s.quantity("repair_time", "time", strictly_positive=True),
+                           activation_time=s.quantity("activation_time", "time", 0.0))
+        s.finish()
+    cover, migration = 0.0, 0.0
+    if "prediction" in top:
+        p = top.table("prediction")
+        cover = p.probability("coverage")
+        migration = p.quantity("migration_time", "time")
+        p.finish()
+    top.finish()
+    return RecoveryPlan(name=name, tiers=tuple(tiers), catch_all=names.index(catch), checkpoint=cp,
+                        spares=spares, prediction_coverage=cover, migration_time=migration, step_time=step)
+
+
+def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPlan, *,
+                cards: int | None = None) -> AvailabilityModel:
+    """Turn a catalogue, a cluster and a recovery plan into an :class:`AvailabilityModel`.
+
+    Tolerated modes are left out; a mode whose tier the plan lacks enters ``plan.catch_all``.
+
+    Args:
+        catalogue: fault catalogue.
+        shape: cluster shape.
+        plan: recovery plan.
+        cards: cards of the job (default: the whole cluster).
+    """
+    catalogue.validate()
+    shape.validate()
+    cards = shape.cards if cards is None else cards
+    rates = mode_rates(catalogue, shape, cards)
+    keep = [i for i, m in enumerate(catalogue.modes) if m.effect is not Effect.TOLERATED]
+    modes = [catalogue.modes[i] for i in keep]
+    entry = []
+    for m in modes:
+        k = plan.tier_index(m.tier)
+        entry.append(plan.catch_all if k is None else k)
+    model = AvailabilityModel(
+        cards=float(cards),
+        fault_names=tuple(m.name for m in modes),
+        fault_tier=tuple(entry),
+        fault_interrupts=tuple(m.effect is Effect.INTERRUPT for m in modes),
+        fault_rates=jnp.asarray(rates[keep]),
+        fault_degraded_throughput=jnp.asarray([m.degraded_throughput for m in modes], dtype=float),
+        fault_detection_time=jnp.asarray([m.detection_time for m in modes], dtype=float),
+        fault_spare_nodes=jnp.asarray([m.spare_nodes for m in modes], dtype=float),
+        fault_predicted=jnp.asarray([plan.prediction_coverage * m.predictable for m in modes], dtype=float),
+        tiers=plan.tiers,
+        checkpoint=plan.checkpoint,
+        spares=plan.spares,
+        migration_time=plan.migration_time,
+        step_time=plan.step_time,
+    )
+    return model.validate()
+
+
+def load_model(cluster: str | Path, recovery: str | Path, *, cards: int | None = None) -> AvailabilityModel:
+    """Load a cluster file (with its faults) and a recovery file into a model.
+
+    Args:
+        cluster: path of a ``models/clusters/*.toml`` file.
+        recovery: path of a ``models/recovery/*.toml`` file.
+        cards: cards of the job (default: the whole cluster).
+
+    Raises:
+        SpecError: a bad file, naming the file and the field.
+    """
+    shape, catalogue = load_cluster(cluster)
+    plan = load_recovery(recovery)
+    return _wrap(lambda: build_model(catalogue, shape, plan, cards=cards), recovery)
