@@ -1,5 +1,5 @@
 """The kinds of model file the command line and validation cases run: ``train``, ``infer``
-(and ``goodput`` once the availability model files have a loader).
+and ``goodput``.
 
 Each kind reads a model document (a dict, as parsed from TOML, possibly changed by
 ``--set`` / ``--vary``) with its domain package's own strict loader and returns its main
@@ -15,6 +15,28 @@ file an optional ``[linearity]`` table (``baseline`` cards, ``cards`` (default: 
 size), ``scaling`` = ``"fixed-global-batch"`` (default) or ``"fixed-replica-batch"``,
 ``jitter_cv`` (default 0)) adds the output ``linearity``.
 
+Kind ``goodput`` (a *job*: a cluster with its fault catalogue and a recovery plan,
+``models/clusters/``, ``models/faults/``, ``models/recovery/``). A job document::
+
+    name = "10K-card pre-training"      # optional
+    cluster = "atlas800t_a2_10k"        # a file: relative to the job file, or a bare name in models/clusters/
+    recovery = "ascend_tiered"          # likewise in models/recovery/
+    cards = 4096                        # optional: the job's size (default: the whole cluster)
+
+Each reference may instead be a table: a whole inline document, or ``{file = "...", ...}``
+with changes deep-merged over that file (``recovery = {file = "ascend_tiered",
+checkpoint = {interval = "30 min"}}``). :func:`expand_job` inlines the three documents
+(the cluster's ``faults`` too), so ``--set`` reaches every value:
+``recovery.checkpoint.interval``, ``cluster.faults.components[0].rate``, ``cards``.
+Outputs: ``goodput``, ``availability``, ``unavailability``, ``interruptions_per_day``,
+``job_mtbf_s``, ``lost_work_per_interruption_s``, ``lost_<cause>`` for each of
+:data:`markovsim.availability.CAUSES`, ``checkpoint_interval_s``,
+``optimal_checkpoint_interval_s``, ``goodput_at_optimal_interval`` and ``cards``, from
+:func:`markovsim.availability.analyze` and
+:func:`markovsim.availability.optimal_checkpoint_interval`. In a case file, references
+are relative to the working directory (or bare names), and an output is computed only if
+the case expects it.
+
 Kind ``infer`` (an inference model file, ``models/inference/``): for each role
 (``decode_*``, ``prefill_*``) the SLO, capacity and request availability, the SLO and
 request unavailability, expected capacity, served fraction, requests retried and lost per
@@ -26,15 +48,17 @@ day, downtime per month (s) and instance MTBF (s), from
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
-from ._errors import SpecError
+from ._errors import MarkovsimError, SpecError
 from ._overrides import load_document
 
 __all__ = ["ModelKind", "KINDS", "detect_kind", "train_outputs", "infer_outputs", "linearity_points",
-           "infer_results", "register"]
+           "infer_results", "expand_job", "load_goodput", "goodput_outputs", "goodput_outputs_lazy", "register"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,11 +203,225 @@ def _is_infer(doc: dict) -> bool:
     return {"prefill", "decode", "tiers"} <= set(doc)
 
 
+# --------------------------------------------------------------------------- goodput
+
+#: the keys of a job document
+_JOB_KEYS = ("name", "cluster", "recovery", "cards")
+
+
+def _goodput_units() -> dict:
+    from .availability import CAUSES
+
+    units = {"goodput": "1", "availability": "1", "unavailability": "1", "interruptions_per_day": "1/d",
+             "job_mtbf_s": "s", "lost_work_per_interruption_s": "s", "checkpoint_interval_s": "s",
+             "optimal_checkpoint_interval_s": "s", "goodput_at_optimal_interval": "1", "cards": "cards"}
+    units.update({f"lost_{c}": "1" for c in CAUSES})
+    return units
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _reference(value: Any, where: str, folder: str, base_dir: Path) -> tuple[dict, Path | None]:
+    """A referenced document: a file name (relative to ``base_dir``, else a bare name in
+    ``models/<folder>/``), an inline table, or a table ``{file = ..., <changes>}``."""
+    from ._overrides import MODELS_DIR, read_document
+
+    if isinstance(value, dict):
+        if "file" not in value:
+            return copy.deepcopy(value), None
+        changes = {k: v for k, v in value.items() if k != "file"}
+        doc, path = _reference(value["file"], f"{where}.file", folder, base_dir)
+        return _merge(doc, changes), path
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{where}={value!r}: expected a file name, e.g. {where} = \"models/{folder}/x.toml\", "
+                        "or a table")
+    p = Path(value)
+    for candidate in ((base_dir / p) if not p.is_absolute() else p, MODELS_DIR / folder / f"{value}.toml"):
+        if candidate.is_file():
+            return read_document(candidate), candidate.resolve()
+    raise SpecError(f"{where}={value!r}: no such file (looked for {base_dir / p} and "
+                    f"{MODELS_DIR / folder / (value + '.toml')})")
+
+
+def _check_job_keys(doc: dict, where: str) -> None:
+    """Unknown top-level keys of a job document are errors (with a hint where they belong)."""
+    unknown = sorted(set(doc) - set(_JOB_KEYS))
+    if unknown:
+        hint = ""
+        if any(k in ("checkpoint", "tiers", "spares", "prediction", "catch_all", "step_time") for k in unknown):
+            hint = "; keys of the recovery plan go under recovery. (e.g. recovery.checkpoint.interval)"
+        elif any(k in ("faults", "network", "cards_per_node", "nodes_per_supernode") for k in unknown):
+            hint = "; keys of the cluster go under cluster. (e.g. cluster.network.radix)"
+        raise SpecError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; expected only "
+                        f"{', '.join(map(repr, _JOB_KEYS))}{hint}")
+
+
+def expand_job(doc: dict, base_dir: Path, *, where: str = "job") -> tuple[dict, dict]:
+    """Inline the cluster, its fault catalogue and the recovery plan a job document names.
+
+    Returns:
+        (the expanded document, ``{"cluster": path, "faults": path, "recovery": path}`` of
+        the files read, ``None`` for inline tables).
+    """
+    _check_job_keys(doc, where)
+    for key in ("cluster", "recovery"):
+        if key not in doc:
+            raise SpecError(f"{where}.{key}: required key is missing (a file name or a table)")
+    out = {k: copy.deepcopy(v) for k, v in doc.items() if k not in ("cluster", "recovery")}
+    cluster, cluster_path = _reference(doc["cluster"], f"{where}.cluster", "clusters", base_dir)
+    faults_dir = cluster_path.parent if cluster_path is not None else base_dir
+    if "faults" not in cluster:
+        raise SpecError(f"{where}.cluster.faults: required key is missing (the fault catalogue file)")
+    faults, faults_path = _reference(cluster["faults"], f"{where}.cluster.faults", "faults", faults_dir)
+    cluster["faults"] = faults
+    recovery, recovery_path = _reference(doc["recovery"], f"{where}.recovery", "recovery", base_dir)
+    out["cluster"] = cluster
+    out["recovery"] = recovery
+    return out, {"cluster": cluster_path, "faults": faults_path, "recovery": recovery_path}
+
+
+def load_goodput(doc: dict, sources: dict | None = None, *, label: str = "job"):
+    """The :class:`markovsim.availability.AvailabilityModel` of an expanded job document,
+    read by the availability package's own strict loaders (``load_faults``,
+    ``load_cluster``, ``load_recovery``, ``build_model``); ``sources`` (from
+    :func:`expand_job`) names the files in error messages."""
+    from ._overrides import load_document
+    from ._spec import Table
+    from .availability import build_model, load_cluster, load_faults, load_recovery
+
+    sources = sources or {}
+    _check_job_keys(doc, label)
+    t = Table({k: v for k, v in doc.items() if k in ("name", "cards")}, label)
+    t.text("name", "")
+    cards = t.integer("cards", minimum=1) if "cards" in t else None  # (integer(default=None) compares None)
+    for key in ("cluster", "recovery"):
+        if not isinstance(doc.get(key), dict):
+            raise SpecError(f"{label}.{key}: expected an expanded table (see expand_job)")
+    cluster = dict(doc["cluster"])
+    faults = cluster.get("faults")
+    if not isinstance(faults, dict):
+        raise SpecError(f"{label}.cluster.faults: expected an expanded table (see expand_job)")
+
+    def shown(part):
+        src = sources.get(part)
+        return f"{label}: {part} ({src})" if src is not None else f"{label}: {part}"
+
+    def read(part, loader, document, name):
+        try:
+            return load_document(loader, document, Path(name), label=shown(part))
+        except MarkovsimError as exc:
+            message = str(exc)
+            if not message.startswith(shown(part)):
+                message = f"{shown(part)}: {message}"
+            raise type(exc)(message) from None
+
+    catalogue = read("faults", load_faults, faults, "faults.toml")
+    # the cluster loader reads the catalogue it names: point it at a copy in the same place
+    import tempfile
+
+    from ._overrides import dumps_toml
+
+    with tempfile.TemporaryDirectory(prefix="markovsim-") as tmp:
+        fpath = Path(tmp) / "faults.toml"
+        fpath.write_text(dumps_toml(faults), encoding="utf-8")
+        cluster["faults"] = str(fpath)
+        shape, _ = read("cluster", load_cluster, cluster, "cluster.toml")
+    plan = read("recovery", load_recovery, doc["recovery"], "recovery.toml")
+    try:
+        return build_model(catalogue, shape, plan, cards=cards)
+    except MarkovsimError as exc:
+        raise type(exc)(f"{label}: {exc}") from None
+
+
+class _Lazy(Mapping):
+    """Outputs computed on first access (the optimal interval costs a search)."""
+
+    def __init__(self, thunks: dict[str, Callable[[], float]]):
+        self._thunks = thunks
+        self._values: dict[str, float] = {}
+
+    def __getitem__(self, key):
+        if key not in self._values:
+            self._values[key] = float(self._thunks[key]())
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._thunks)
+
+    def __len__(self):
+        return len(self._thunks)
+
+
+def goodput_outputs_lazy(model) -> Mapping:
+    """Scalar outputs of an availability model, each computed when first read."""
+    import dataclasses as dc
+    import functools
+
+    from .availability import CAUSES, analyze, optimal_checkpoint_interval
+
+    result = functools.cache(lambda: analyze(model))
+    optimum = functools.cache(lambda: float(optimal_checkpoint_interval(model)))
+
+    def at_optimum():
+        cp = dc.replace(model.checkpoint, interval=optimum())
+        return analyze(dc.replace(model, checkpoint=cp)).goodput
+
+    thunks: dict[str, Callable[[], float]] = {
+        "goodput": lambda: result().goodput,
+        "availability": lambda: result().availability,
+        "unavailability": lambda: result().unavailability,
+        "interruptions_per_day": lambda: result().interruptions_per_day,
+        "job_mtbf_s": lambda: result().job_mtbf,
+        "lost_work_per_interruption_s": lambda: result().lost_work_per_interruption,
+    }
+    for i, cause in enumerate(CAUSES):
+        thunks[f"lost_{cause}"] = (lambda i=i: result().lost[i])
+    thunks.update({
+        "checkpoint_interval_s": lambda: model.checkpoint.interval,
+        "optimal_checkpoint_interval_s": optimum,
+        "goodput_at_optimal_interval": at_optimum,
+        "cards": lambda: model.cards,
+    })
+    return _Lazy(thunks)
+
+
+def goodput_outputs(doc: dict, origin: Path, changed: bool = True, label: str | None = None) -> dict[str, float]:
+    """Scalar outputs of an expanded job document (see :func:`expand_job`)."""
+    model = load_goodput(doc, label=label or str(origin))
+    lazy = goodput_outputs_lazy(model)
+    return {k: lazy[k] for k in lazy}
+
+
+def is_job(doc: dict) -> bool:
+    return {"cluster", "recovery"} <= set(doc)
+
+
+def is_recovery(doc: dict) -> bool:
+    return {"tiers", "checkpoint", "catch_all"} <= set(doc)
+
+
+def is_cluster(doc: dict) -> bool:
+    return {"faults", "network", "cards"} <= set(doc)
+
+
+def _is_goodput(doc: dict) -> bool:
+    return is_job(doc) or is_recovery(doc) or is_cluster(doc)
+
+
 # --------------------------------------------------------------------------- registry
 
 KINDS: dict[str, ModelKind] = {
     "train": ModelKind("train", "plans", _is_train, train_outputs, _TRAIN_UNITS),
     "infer": ModelKind("infer", "inference", _is_infer, infer_outputs, _INFER_UNITS),
+    "goodput": ModelKind("goodput", "recovery", _is_goodput, goodput_outputs, _goodput_units()),
 }
 
 
@@ -199,7 +437,7 @@ def detect_kind(doc: dict, path: Path) -> ModelKind:
     raise SpecError(
         f"{path}: cannot tell which kind of model file this is (known kinds: "
         f"{', '.join(KINDS)}; a plan file has workload, hardware, tp, pp and dp; an inference "
-        "file has [prefill], [decode] and [tiers])")
+        "file has [prefill], [decode] and [tiers]; a job file has cluster and recovery)")
 
 
 # --------------------------------------------------------------------------- case kinds
@@ -242,12 +480,18 @@ def _case_infer(model) -> dict[str, float]:
     return infer_outputs(_consume(model), Path("case.toml"), label=model.where or "case")
 
 
+def _case_goodput(model) -> Mapping:
+    where = model.where or "case"
+    doc, sources = expand_job(_consume(model), Path.cwd(), where=where)
+    return goodput_outputs_lazy(load_goodput(doc, sources, label=where))
+
+
 def register() -> None:
-    """Register the case kinds ``train`` and ``infer`` with the validation harness (a kind
-    a domain package registered itself is left alone)."""
+    """Register the case kinds ``train``, ``infer`` and ``goodput`` with the validation
+    harness (a kind a domain package registered itself is left alone)."""
     from ._validate_harness import case_kinds, register_case_kind
 
     known = case_kinds()
-    for name, fn in (("train", _case_train), ("infer", _case_infer)):
+    for name, fn in (("train", _case_train), ("infer", _case_infer), ("goodput", _case_goodput)):
         if name not in known:
             register_case_kind(name, fn)

@@ -283,20 +283,103 @@ def _cmd_infer(args) -> int:
 # --------------------------------------------------------------------------- goodput
 
 
+def _job(model_arg: str | None, cluster: str | None, recovery: str | None, cards: int | None,
+         sets: Sequence[str] | None):
+    """The expanded job document (cluster + faults + recovery inlined) with the overrides
+    applied: (document, sources, label, overrides)."""
+    from ._case_kinds import expand_job, is_cluster, is_job, is_recovery
+    from ._overrides import apply_overrides, read_document, resolve_model_path
+
+    def ref(arg: str) -> str:  # a command-line reference: an existing file (absolute) or a bare name
+        p = Path(arg)
+        return str(p.resolve()) if p.is_file() else arg
+
+    overrides = _overrides(sets)
+    job: dict = {}
+    base_dir = Path.cwd()
+    label = "job"
+    if model_arg is not None:
+        path = resolve_model_path(model_arg, "recovery")
+        if not path.exists():
+            path = resolve_model_path(model_arg, "clusters")
+        _must_exist(path, model_arg, ("recovery", "clusters"))
+        doc = read_document(path)
+        label = str(path)
+        if is_job(doc):
+            job, base_dir = doc, path.parent
+        elif is_recovery(doc):
+            job = {"recovery": str(path.resolve())}
+        elif is_cluster(doc):
+            job = {"cluster": str(path.resolve())}
+        else:
+            raise SpecError(f"{path}: not a job, cluster or recovery file (a job file has cluster and recovery; "
+                            "a recovery file has catch_all, [checkpoint] and [[tiers]]; a cluster file has cards, "
+                            "faults and [network])")
+    if cluster is not None:
+        job["cluster"] = ref(cluster)
+    if recovery is not None:
+        job["recovery"] = ref(recovery)
+    if cards is not None:
+        job["cards"] = cards
+    for key in ("cluster", "recovery"):
+        if key not in job:
+            raise SpecError(f"no {key} given: pass --{key} FILE (a file, or a bare name in models/"
+                            f"{'clusters' if key == 'cluster' else 'recovery'}/), or a job file that names it")
+    expanded, sources = expand_job(job, base_dir, where=label)
+    return apply_overrides(expanded, overrides), sources, label, overrides
+
+
 def _cmd_goodput(args) -> int:
-    raise SpecError("the availability model files have no loader yet (markovsim.availability); "
-                    "goodput from a model file is not available in this version")
+    from . import _case_kinds as kinds
+    from .availability import CAUSES
+
+    doc, sources, label, overrides = _job(args.model, args.cluster, args.recovery, args.cards, args.sets)
+    try:
+        model = kinds.load_goodput(doc, sources, label=label)
+    except MarkovsimError as exc:
+        raise _annotate(exc, overrides) from None
+    lazy = kinds.goodput_outputs_lazy(model)
+    o = {k: lazy[k] for k in lazy}
+    lost = {c: o[f"lost_{c}"] for c in CAUSES}
+    names = {"cluster": doc["cluster"].get("name", ""), "recovery": doc["recovery"].get("name", "")}
+    title = doc.get("name") or f"{names['cluster']} with {names['recovery']}"
+    if args.json:
+        _print_json({"command": "goodput", "file": label if args.model else None, "name": title, **names,
+                     "sources": {k: (str(v) if v is not None else None) for k, v in sources.items()},
+                     "overrides": [x.text for x in overrides], "outputs": o, "lost": lost})
+        return 0
+    print(f"{title}  ({label})" if args.model else title)
+    print("files: " + ", ".join(f"{k} {v}" for k, v in sources.items() if v is not None))
+    if overrides:
+        print("with " + " ".join(f"--set {x.text}" for x in overrides))
+    print()
+    print(_table([
+        ("cards", f"{o['cards']:.0f}"),
+        ("goodput", _pct(o["goodput"])),
+        ("availability", _pct(o["availability"], 3)),
+        ("unavailability", f"{o['unavailability']:.3e}"),
+        ("interruptions / day", f"{o['interruptions_per_day']:.4g}"),
+        ("job MTBF (running time)", _duration(o["job_mtbf_s"])),
+        ("work lost per interruption", _duration(o["lost_work_per_interruption_s"])),
+        ("checkpoint interval", _duration(o["checkpoint_interval_s"]) + f"  (goodput {_pct(o['goodput'])})"),
+        ("optimal checkpoint interval", _duration(o["optimal_checkpoint_interval_s"])
+         + f"  (goodput {_pct(o['goodput_at_optimal_interval'])})"),
+    ]))
+    print()
+    rows = [(c.replace("_", " "), _pct(v)) for c, v in lost.items()]
+    rows.append(("total lost", _pct(sum(lost.values()))))
+    print(_table(rows, ("lost time by cause", "share of wall time"), right=(1,)))
+    return 0
 
 
 # --------------------------------------------------------------------------- sweep
 
 
 def _resolve_any(arg: str) -> Path:
-    from ._case_kinds import KINDS
     from ._overrides import resolve_model_path
 
-    for kind in KINDS.values():
-        p = resolve_model_path(arg, kind.folder)
+    for folder in ("plans", "inference", "recovery", "clusters"):
+        p = resolve_model_path(arg, folder)
         if p.exists():
             return p
     return Path(arg)
@@ -313,10 +396,19 @@ def _cmd_sweep(args) -> int:
     if out.suffix not in (".nc", ".zarr"):
         raise SpecError(f"--out {args.out}: expected a file name ending in .nc (netCDF) or .zarr (zarr directory)")
     overrides = _overrides(args.sets)
-    path = _resolve_any(args.model)
-    _must_exist(path, args.model, [k.folder for k in KINDS.values()])
-    base = apply_overrides(read_document(path), overrides)
-    kind = detect_kind(base, path)
+    if args.model is None and not (args.cluster and args.recovery):
+        raise SpecError("no model file given (a MODEL.toml, or --cluster and --recovery for a goodput job)")
+    path = _resolve_any(args.model) if args.model is not None else None
+    if path is not None:
+        _must_exist(path, args.model, ["plans", "inference", "recovery", "clusters"])
+    doc = read_document(path) if path is not None else {}
+    if args.cluster or args.recovery or (path is not None and KINDS["goodput"].detect(doc)):
+        kind = KINDS["goodput"]
+        base, _, label, _ = _job(args.model, args.cluster, args.recovery, None, args.sets)
+        path = Path(label)
+    else:
+        kind = detect_kind(doc, path)
+        base = apply_overrides(doc, overrides)
     variations = [parse_variation(v, base) for v in args.vary]
     keys = [v.key for v in variations]
     if len(set(keys)) != len(keys):
@@ -334,7 +426,7 @@ def _cmd_sweep(args) -> int:
             print(f"\rpoint {count + 1}/{n}: {label}", end="", file=sys.stderr, flush=True)
         try:
             doc = apply_overrides(base, point)
-            result = kind.outputs(doc, path, True, f"{path} at {label}")
+            result = kind.outputs(doc, path, True, str(path))
         except MarkovsimError as exc:
             exc = _annotate(exc, overrides)
             failures.append(f"{label}: {exc}")
@@ -348,6 +440,13 @@ def _cmd_sweep(args) -> int:
         print(file=sys.stderr)
     if len(failures) == n:
         raise type(first_error)(f"every point failed; the first: {failures[0]}")
+    for v in variations:  # an output named like a varied key (goodput's cards): keep one of them
+        if v.key in data:
+            grid = np.broadcast_to(np.reshape(v.coordinate, [-1 if d == v.key else 1 for d in keys]), shape)
+            same = np.allclose(data[v.key], grid, rtol=1e-12, equal_nan=False) or np.isnan(data[v.key]).all()
+            value = data.pop(v.key)
+            if not same:
+                data[f"{v.key}_output"] = value
     names = sorted(data)
     status = np.zeros(shape, dtype=np.int32)
     for bit, name in enumerate(names[:31]):
@@ -402,6 +501,8 @@ def _cmd_sweep(args) -> int:
 
 _MAIN = {
     "train": ["step_time_s", "tokens_per_s", "mfu", "hfu", "pipeline_bubble_fraction", "memory_bytes"],
+    "goodput": ["goodput", "availability", "interruptions_per_day", "job_mtbf_s", "optimal_checkpoint_interval_s",
+                "goodput_at_optimal_interval"],
     "infer": ["decode_slo_availability", "decode_capacity_availability", "decode_request_availability",
               "prefill_slo_availability", "decode_served_tokens_per_s", "decode_downtime_per_month_s"],
 }
@@ -497,9 +598,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "goodput", help="goodput, availability and the optimal checkpoint interval of a training job",
         formatter_class=_Formatter,
-        description="Goodput, availability, interruptions per day, the loss breakdown and the optimal "
-                    "checkpoint interval of an availability model file (markovsim.availability).")
-    p.add_argument("model", metavar="MODEL.toml", help="availability model file")
+        description=textwrap.dedent("""\
+            Goodput, availability, interruptions per day, job MTBF, the lost-time breakdown by
+            cause and the optimal checkpoint interval of a training job, from
+            markovsim.availability.analyze and optimal_checkpoint_interval.
+
+            A job is a cluster file (models/clusters/, naming its fault catalogue in
+            models/faults/) and a recovery file (models/recovery/). Give them as
+              markovsim goodput --cluster atlas800t_a2_10k --recovery ascend_tiered
+              markovsim goodput models/recovery/ascend_tiered.toml --cluster atlas800t_a2_10k
+            or as a job file, MODEL.toml:
+              name = "10K-card pre-training"   # optional
+              cluster = "atlas800t_a2_10k"     # path relative to the job file, or a bare name
+              recovery = "ascend_tiered"
+              cards = 4096                     # optional job size (default: the whole cluster)
+            --set keys are paths in the job: recovery.checkpoint.interval,
+            recovery.tiers[0].coverage, cluster.network.radix,
+            cluster.faults.components[0].rate, cards.
+
+            The first run of a model compiles it with JAX (seconds to tens of seconds for a
+            many-tier ladder)."""),
+        epilog="example: markovsim goodput --cluster atlas800t_a2_10k --recovery checkpoint_only "
+               "--set 'recovery.checkpoint.interval=30 min'")
+    p.add_argument("model", metavar="MODEL.toml", nargs="?",
+                   help="job file, or a recovery or cluster file (the other one given by an option)")
+    p.add_argument("--cluster", metavar="CLUSTER", help="cluster file, or a bare name in models/clusters/")
+    p.add_argument("--recovery", metavar="RECOVERY", help="recovery file, or a bare name in models/recovery/")
+    p.add_argument("--cards", type=int, metavar="N", help="cards of the job (default: the whole cluster)")
     _add_common(p)
     p.set_defaults(func=_cmd_goodput)
 
@@ -514,8 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
             e.g. where the model rejected the point). Points where the model raises are NaN and
             listed in the Dataset's 'errors' attribute; if every point fails, the command fails.
 
-            The kind of model (train: plan files; infer: inference model files) is told by the
-            file's keys. The points are evaluated by a Python loop, each read by the model's own
+            The kind of model (train: plan files; infer: inference model files; goodput: job
+            files, or a recovery/cluster file with --cluster/--recovery as for markovsim goodput)
+            is told by the file's keys. The points are evaluated by a Python loop, each read by the model's own
             strict loader (a model file is not a JAX function of its values, so markovsim.sweep,
             which vmaps JAX functions, is not used here; use it from Python for large grids).
 
@@ -533,7 +659,9 @@ def build_parser() -> argparse.ArgumentParser:
             Read back with xarray.open_dataset(FILE.nc) or xarray.open_zarr(DIR.zarr)."""),
         epilog="example: markovsim sweep models/plans/pangu_ultra_135b_8k.toml --vary efficiency.compute=0.4:0.7:4 "
                "--vary dp=64,128 --out sweep.nc")
-    p.add_argument("model", metavar="MODEL.toml", help="model file (or a bare name in models/<kind>/)")
+    p.add_argument("model", metavar="MODEL.toml", nargs="?", help="model file (or a bare name in models/<kind>/)")
+    p.add_argument("--cluster", metavar="CLUSTER", help="goodput job: cluster file or bare name (see goodput)")
+    p.add_argument("--recovery", metavar="RECOVERY", help="goodput job: recovery file or bare name (see goodput)")
     p.add_argument("--vary", action="append", required=True, metavar="KEY=START:STOP:NUM",
                    help="an axis of the grid (repeatable); see above")
     p.add_argument("--out", required=True, metavar="FILE", help="output: FILE.nc (netCDF) or DIR.zarr (zarr)")
@@ -550,8 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
             error and a summary (median and maximum error).
 
             Case kinds: train (a plan, with an optional [linearity] table: baseline, cards,
-            scaling, jitter_cv), infer (an inference model file) and those the domain packages
-            register. Exit code: 0 when every output is within its tolerance, 1 when some
+            scaling, jitter_cv), infer (an inference model file), goodput (a job: cluster,
+            recovery and optional cards, as for markovsim goodput; references relative to the
+            working directory or bare names) and those the domain packages register. Exit code: 0 when every output is within its tolerance, 1 when some
             output is not, 2 when the case file itself is wrong."""),
         epilog="example: markovsim validate models/cases/example.toml")
     p.add_argument("cases", metavar="CASES.toml", help="case file")

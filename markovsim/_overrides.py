@@ -23,7 +23,8 @@ Syntax
     unit (``10min:60min:6``, ``"10 min:1 h:6"``); a bare number is in the unit the model
     file writes the key in (``checkpoint.interval = "30 min"`` makes ``10:60:6`` minutes)
     and plain if the file writes a plain number. A key that is an integer in the file gets
-    integer values (an error if the points are not whole numbers).
+    integer values (an error if the points are not whole numbers); so does a key absent from
+    the file whose values are all written as integers.
 """
 
 from __future__ import annotations
@@ -234,9 +235,11 @@ def parse_variation(text: str, doc: dict) -> Variation:
             raise SpecError(f"{where}: num={parts[2]!r}: expected a whole number of points >= 1") from None
         if num < 1:
             raise SpecError(f"{where}: num={num}: expected a whole number of points >= 1")
-        ends = [_number_unit(p, where) for p in parts[:2]]
+        texts = parts[:2]
+        ends = [_number_unit(p, where) for p in texts]
     elif spec:
-        ends = [_number_unit(p, where) for p in spec.split(",")]
+        texts = spec.split(",")
+        ends = [_number_unit(p, where) for p in texts]
         num = None
     else:
         raise SpecError(f"{where}: no values; expected key=start:stop:num or key=v1,v2,...")
@@ -262,9 +265,12 @@ def parse_variation(text: str, doc: dict) -> Variation:
     values = np.linspace(raw[0], raw[1], num) if num is not None else np.asarray(raw)
     if file_unit:
         return Variation(path, text, tuple(f"{_fmt(v)} {file_unit}" for v in values), values, file_unit)
-    if integer:
+    literal_ints = original is ... and all(re.fullmatch(r"[-+]?\d+", t.strip()) for t in texts)
+    if integer or literal_ints:
         whole = np.round(values)
         if not np.allclose(values, whole, rtol=0, atol=1e-9):
+            if not integer:
+                return Variation(path, text, tuple(float(v) for v in values), values.astype(float), "")
             raise SpecError(f"{where}: {_show(path)} is an integer in the model file but the points "
                             f"{', '.join(_fmt(v) for v in values)} are not whole numbers; choose start, stop "
                             "and num so that they are, or list the values")

@@ -24,6 +24,7 @@ import xarray as xr
 
 import markovsim  # noqa: F401  (float64)
 from markovsim import _cli
+from markovsim import availability as av
 from markovsim import inference as inf
 from markovsim import training as tr
 
@@ -279,12 +280,119 @@ def test_infer_bad_set(capsys, setting, needles):
 
 # --------------------------------------------------------------------------- goodput
 
+CLUSTER = ROOT / "models" / "clusters" / "atlas800t_a2_10k.toml"
+RECOVERY = ROOT / "models" / "recovery" / "checkpoint_only.toml"   # one tier: compiles fast
+TIERED = ROOT / "models" / "recovery" / "ascend_tiered.toml"
 
-def test_goodput_without_a_loader_is_a_clear_error(capsys, tmp_path):
-    f = tmp_path / "m.toml"
-    f.write_text("x = 1\n")
-    code, _, err = run(capsys, "goodput", f)
-    assert code == 2 and err.startswith("markovsim goodput: error: ") and len(err.strip().splitlines()) == 1
+
+@pytest.fixture(scope="module")
+def job_model():
+    return av.load_model(CLUSTER, RECOVERY)
+
+
+def test_goodput_json_equals_the_library(capsys, job_model):
+    got = run_json(capsys, "goodput", "--cluster", CLUSTER, "--recovery", RECOVERY)
+    r = av.analyze(job_model)
+    o = got["outputs"]
+    for key, want in [("goodput", r.goodput), ("availability", r.availability), ("unavailability", r.unavailability),
+                      ("interruptions_per_day", r.interruptions_per_day), ("job_mtbf_s", r.job_mtbf),
+                      ("lost_work_per_interruption_s", r.lost_work_per_interruption)]:
+        assert o[key] == pytest.approx(float(want), rel=1e-12), key
+    for i, cause in enumerate(av.CAUSES):
+        assert got["lost"][cause] == pytest.approx(float(r.lost[i]), rel=1e-12, abs=1e-300)
+    assert o["optimal_checkpoint_interval_s"] == pytest.approx(float(av.optimal_checkpoint_interval(job_model)),
+                                                               rel=1e-12)
+    assert o["checkpoint_interval_s"] == 3600.0 and o["cards"] == 10240
+    # invariant: goodput and the lost shares account for all the wall time
+    assert o["goodput"] + sum(got["lost"].values()) == pytest.approx(1.0, abs=1e-9)
+    assert got["cluster"] == "Atlas 800T A2, 10K cards" and got["recovery"] == "checkpoint only"
+
+
+def test_goodput_optimum_beats_its_neighbours(capsys):
+    """The reported optimum is a maximum: the goodput at half and twice the interval is lower."""
+    o = run_json(capsys, "goodput", RECOVERY, "--cluster", "atlas800t_a2_10k")["outputs"]
+    best, tau = o["goodput_at_optimal_interval"], o["optimal_checkpoint_interval_s"]
+    assert best >= o["goodput"]
+    for factor in (0.5, 2.0):
+        other = run_json(capsys, "goodput", RECOVERY, "--cluster", "atlas800t_a2_10k",
+                         "--set", f"recovery.checkpoint.interval={tau * factor!r} s")["outputs"]["goodput"]
+        assert other < best
+
+
+def test_goodput_table_set_and_cards(capsys, job_model):
+    code, out, err = run(capsys, "goodput", "--cluster", "atlas800t_a2_10k", "--recovery", "checkpoint_only",
+                         "--set", "recovery.checkpoint.interval=30 min", "--cards", 1024)
+    assert code == 0, err
+    model = av.load_model(CLUSTER, RECOVERY, cards=1024)
+    model = dataclasses.replace(model, checkpoint=dataclasses.replace(model.checkpoint, interval=1800.0))
+    r = av.analyze(model)
+    assert f"{100 * float(r.goodput):.2f} %" in out and "optimal checkpoint interval" in out
+    assert "lost time by cause" in out and "1024" in out
+
+
+def test_goodput_job_files(capsys, tmp_path, job_model):
+    want = float(av.analyze(job_model).goodput)
+    job = tmp_path / "job.toml"
+    job.write_text(f'name = "my job"\ncluster = "atlas800t_a2_10k"\nrecovery = "{RECOVERY.as_posix()}"\n')
+    got = run_json(capsys, "goodput", job)
+    assert got["name"] == "my job" and got["outputs"]["goodput"] == pytest.approx(want, rel=1e-12)
+    # a reference with changes merged over the file, and a relative path
+    (tmp_path / "sub").mkdir()
+    shutil.copy(RECOVERY, tmp_path / "sub" / "r.toml")
+    job.write_text('cluster = "atlas800t_a2_10k"\n'
+                   'recovery = { file = "sub/r.toml", checkpoint = { interval = "30 min" } }\n')
+    got = run_json(capsys, "goodput", job)["outputs"]
+    direct = run_json(capsys, "goodput", "--cluster", CLUSTER, "--recovery", RECOVERY,
+                      "--set", "recovery.checkpoint.interval=30 min")["outputs"]
+    assert got["goodput"] == pytest.approx(direct["goodput"], rel=1e-12) and got["goodput"] != want
+
+
+def test_goodput_bad_model_files(capsys, tmp_path):
+    bad = copy_with(tmp_path, RECOVERY, 'detection = "30 min"', 'detection = "30 min"\ndetektion = "1 s"')
+    assert_one_line_error(*run(capsys, "goodput", bad, "--cluster", CLUSTER)[::2], "goodput", "'detektion'",
+                          "unknown key", "recovery")
+    bad = copy_with(tmp_path, RECOVERY, 'detection = "30 min"', "detection = 30")
+    assert_one_line_error(*run(capsys, "goodput", bad, "--cluster", CLUSTER)[::2], "goodput", "detection",
+                          "missing unit")
+    job = tmp_path / "job.toml"
+    job.write_text('cluster = "atlas800t_a2_10k"\nrecovery = "checkpoint_only"\ncheckpoint = 1\n')
+    assert_one_line_error(*run(capsys, "goodput", job)[::2], "goodput", "'checkpoint'", "recovery.")
+    job.write_text('cluster = "no_such_cluster"\nrecovery = "checkpoint_only"\n')
+    assert_one_line_error(*run(capsys, "goodput", job)[::2], "goodput", "no_such_cluster", "no such file")
+    assert_one_line_error(*run(capsys, "goodput", "--recovery", RECOVERY)[::2], "goodput", "--cluster")
+    other = tmp_path / "other.toml"
+    other.write_text("x = 1\n")
+    assert_one_line_error(*run(capsys, "goodput", other)[::2], "goodput", "not a job, cluster or recovery file")
+
+
+@pytest.mark.parametrize("setting, needles", [
+    ("checkpoint.interval=30 min", ("'checkpoint'", "recovery.checkpoint.interval")),
+    ("recovery.checkpoint.interval=30", ("checkpoint.interval", "missing unit")),
+    ("recovery.checkpoint.intervall=30 min", ("'intervall'", "unknown key")),
+    ("cards=0", ("cards", ">= 1")),
+    ("recovery.tiers[3].detection=1 s", ("out of range",)),
+])
+def test_goodput_bad_set(capsys, setting, needles):
+    assert_one_line_error(*run(capsys, "goodput", "--cluster", CLUSTER, "--recovery", RECOVERY,
+                               "--set", setting)[::2], "goodput", *needles)
+
+
+def test_goodput_sweep_matches_goodput(capsys, tmp_path):
+    out = tmp_path / "g.nc"
+    code, text, err = run(capsys, "sweep", RECOVERY, "--cluster", CLUSTER,
+                          "--vary", "recovery.checkpoint.interval=30min,2h", "--vary", "cards=1024,10240", "--out", out)
+    assert code == 0, err
+    ds = xr.open_dataset(out)
+    assert ds["goodput"].dims == ("recovery.checkpoint.interval", "cards")
+    assert ds["recovery.checkpoint.interval"].attrs["units"] == "min"
+    np.testing.assert_array_equal(ds["recovery.checkpoint.interval"], [30.0, 120.0])
+    assert ds["cards"].values.tolist() == [1024, 10240] and "cards_output" not in ds
+    one = run_json(capsys, "goodput", RECOVERY, "--cluster", CLUSTER, "--set", "recovery.checkpoint.interval=2 h",
+                   "--cards", 1024)["outputs"]
+    assert float(ds["goodput"].isel({"recovery.checkpoint.interval": 1, "cards": 0})) == pytest.approx(
+        one["goodput"], rel=1e-12)
+    np.testing.assert_allclose(ds["checkpoint_interval_s"].isel(cards=0), [1800.0, 7200.0], rtol=1e-15)
+    ds.close()
 
 
 # --------------------------------------------------------------------------- sweep
@@ -360,6 +468,7 @@ def test_sweep_keeps_failed_points_visible(capsys, tmp_path):
     (["--vary", "efficiency.compute=1parsec:2parsec:2"], ("unknown unit 'parsec'",)),
     (["--vary", "dp=64,128", "--vary", "dp=32,64"], ("appears twice",)),
     (["--vary", "dp=64,128", "--set", "tpp=1"], ("'tpp'", "unknown key")),
+    (["--vary", "efficiency.compute=0.5:0.6:2.5"], ("num",)),
 ])
 def test_sweep_errors(capsys, tmp_path, args, needles):
     assert_one_line_error(*run(capsys, "sweep", PLAN, *args, "--out", tmp_path / "e.nc")[::2], "sweep", *needles)
@@ -390,6 +499,9 @@ def test_validate_example_cases(capsys):
     lin = rows["Pangu Ultra 135B, linearity at 4K cards against 256"]
     train = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--jitter-cv", 0.01)
     assert lin["predicted"] == pytest.approx(train["scaling"]["points"][1]["linearity"], rel=1e-12)
+    avail = rows["10K-card Atlas 800T A2 with tiered recovery: training availability"]
+    assert avail["predicted"] == pytest.approx(float(av.analyze(av.load_model(CLUSTER, TIERED)).availability),
+                                               rel=1e-12)
     errors = [abs(r["error"]) for r in got["rows"]]
     assert got["summary"]["median_error"] == pytest.approx(float(np.median(errors)), rel=1e-12)
     assert got["summary"]["max_error"] == pytest.approx(max(errors), rel=1e-12)
