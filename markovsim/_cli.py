@@ -640,10 +640,11 @@ def build_parser() -> argparse.ArgumentParser:
             listed in the Dataset's 'errors' attribute; if every point fails, the command fails.
 
             The kind of model (train: plan files; infer: inference model files; goodput: job
-            files, or a recovery/cluster file with --cluster/--recovery as for markovsim goodput)
-            is told by the file's keys. The points are evaluated by a Python loop, each read by the model's own
-            strict loader (a model file is not a JAX function of its values, so markovsim.sweep,
-            which vmaps JAX functions, is not used here; use it from Python for large grids).
+            files, or a recovery/cluster file with --cluster/--recovery as for markovsim
+            goodput) is told by the file's keys. The points are evaluated by a Python loop,
+            each read by the model's own strict loader (a model file is not a JAX function of
+            its values, so markovsim.sweep, which vmaps JAX functions, is not used here; use it
+            from Python for large grids).
 
             --vary KEY=START:STOP:NUM   NUM evenly spaced points from START to STOP, both included
             --vary KEY=V1,V2,...        the listed values

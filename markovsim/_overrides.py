@@ -306,8 +306,13 @@ def resolve_model_path(name_or_path: str, folder: str) -> Path:
     return p
 
 
+def _string(v: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's; TOML also forbids a raw DEL)."""
+    return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _key(k: str) -> str:
-    return k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
+    return k if _BARE_KEY.match(k) else _string(k)
 
 
 def _inline(v: Any) -> str:
@@ -322,7 +327,7 @@ def _inline(v: Any) -> str:
             return "inf" if v > 0 else "-inf"
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _string(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_inline(x) for x in v) + "]"
     if isinstance(v, dict):

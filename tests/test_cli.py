@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
 
 import markovsim  # noqa: F401  (float64)
 from markovsim import _cli
@@ -589,6 +591,19 @@ def test_writer_round_trip_of_awkward_values():
            "mixed": [[1, 2], ["a"]], "inline": [{"k": 1}, 2], "inf": math.inf}
     back = tomllib.loads(dumps_toml(doc))
     assert back == doc
+
+
+_SCALARS = (st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+            | st.floats(allow_nan=False) | st.text(max_size=12))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(st.text(max_size=6), _VALUES, max_size=5))
+def test_writer_round_trip_property(doc):
+    from markovsim._overrides import dumps_toml
+
+    assert tomllib.loads(dumps_toml(doc)) == doc
 
 
 # --------------------------------------------------------------------------- console script
