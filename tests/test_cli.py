@@ -96,6 +96,20 @@ def test_no_command_prints_help(capsys):
     assert code == 0 and "COMMAND" in out
 
 
+def test_warnings_are_one_line(capsys, monkeypatch):
+    import warnings
+
+    def command(args):
+        warnings.warn("the truncation bound holds 2 % of the mass\nraise max_recovering", UserWarning)
+        return 0
+
+    monkeypatch.setattr(_cli, "_cmd_infer", command)
+    code, _, err = run(capsys, "infer", "x.toml")
+    assert code == 0
+    assert err.strip().splitlines() == [
+        "markovsim infer: warning: the truncation bound holds 2 % of the mass raise max_recovering"]
+
+
 def test_repro_list(capsys):
     code, out, _ = run(capsys, "repro", "--list")
     assert code == 0 and "S-HW-1" in out
