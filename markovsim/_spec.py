@@ -115,7 +115,7 @@ class Table:
                 raise SpecError(f"{self._name(key)}: required key is missing")
             return default
         value = self._data[key]
-        if types and not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+        if types and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
             names = " or ".join(t.__name__ for t in types)
             raise SpecError(f"{self._name(key)}={value!r}: expected {names}")
         return value
@@ -128,7 +128,7 @@ class Table:
 
     def integer(self, key: str, default: Any = ..., *, minimum: int | None = None) -> int:
         value = self.raw(key, default, types=(int,))
-        if minimum is not None and value < minimum:
+        if value is not None and minimum is not None and value < minimum:
             raise SpecError(f"{self._name(key)}={value!r}: expected an integer >= {minimum}")
         return value
 

@@ -104,6 +104,9 @@ def _load_domain_kinds() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != package:   # a real import error inside the package: show it
                 raise
+    from ._case_kinds import register as register_builtin_kinds
+
+    register_builtin_kinds()   # train / infer / goodput, for Python callers as for the CLI
 
 
 def case_kinds() -> tuple[str, ...]:
