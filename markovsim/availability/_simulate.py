@@ -31,6 +31,7 @@ from ._model import AvailabilityModel, Rollback, SaveMode
 
 __all__ = ["SimulationResult", "simulate"]
 
+_RNG = "threefry2x32"  # counter-based, reproducible across backends
 _Z99 = 2.5758293035489004  # two-sided 99 % normal quantile
 
 
@@ -39,12 +40,12 @@ class SimulationResult:
     """Estimates from :func:`simulate`, with 99 % confidence intervals over replicas.
 
     Attributes:
-        goodput: mean over replicas of durable work / wall time, each replica stopped at its
+        goodput: durable work / wall time pooled over replicas, each replica stopped at its
             first durable save after the horizon.
         goodput_ci: ``(low, high)`` 99 % confidence interval of ``goodput``.
-        unavailability: mean fraction of wall time spent down (recovering or waiting).
+        unavailability: fraction of wall time spent down (recovering or waiting), pooled.
         unavailability_ci: its 99 % confidence interval.
-        interruptions_per_day: mean interrupting faults per day.
+        interruptions_per_day: interrupting faults per day, pooled.
         interruptions_per_day_ci: its 99 % confidence interval.
         replica_goodput: per-replica goodput, shape ``(replicas,)``.
         replica_steps: simulated steps (wall time / dt) summed over replicas.
@@ -128,18 +129,18 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
     spare = jnp.asarray(model.fault_spare_nodes, dtype=float) > 0
     lam_all = jnp.sum(lam)
     lam_int = jnp.sum(lam * (1.0 - q) * interrupts)  # faults that restart an exposed phase
-    logits = jnp.log(jnp.where(lam > 0, lam, 1e-300))
+    cum = jnp.cumsum(lam)
     pool = model.spares
     n_slots = (pool.size + 1) if pool is not None else 1
 
-    def take_spare(slots, t, key):
-        """Take a spare at wall time t; returns (slots, wait)."""
+    def take_spare(slots, t, u):
+        """Take a spare at wall time t (u: a uniform draw); returns (slots, wait)."""
         if pool is None:
             return slots, 0.0
         busy = slots > t
         n_busy = jnp.sum(busy)
         free = jnp.argmin(busy)
-        back = t + pool.repair_time * jax.random.exponential(key)
+        back = t - pool.repair_time * jnp.log(u)
         slots = slots.at[free].set(back)
         empty = n_busy >= pool.size
         first = jnp.argmin(slots)
@@ -148,19 +149,27 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
         return slots, wait + pool.activation_time
 
     def advance(state, g):
-        """Run g seconds (running time) through the checkpoint schedule."""
-        t, work, seg, x, t_credit = state
+        """Run g seconds (running time) through the checkpoint schedule.
+
+        ``rec`` = (work, time) at the first durable save at or after the horizon: the
+        estimator stops there (a stopping time of the save-to-save cycles). Later saves
+        inside the same fault-free gap are not counted: they are known to be fault-free.
+        """
+        t, work, seg, x, rec = state
 
         def cond(c):
-            t, work, seg, x, t_credit, g = c
+            t, work, seg, x, rec, g = c
             return g >= L[seg] - x
 
         def body(c):
-            t, work, seg, x, t_credit, g = c
-            # whole steady cycles at once
+            t, work, seg, x, (rec_w, rec_t), g = c
+            # whole steady cycles at once; credits at t + (k - 1) cycle + offset, k = 1..ncyc
             at_start = (seg == steady) & (x == 0.0)
             ncyc = jnp.where(at_start, jnp.floor(g / cycle), 0.0)
-            t_credit = jnp.where(ncyc > 0, t + (ncyc - 1.0) * cycle + credit_offset, t_credit)
+            k_star = jnp.maximum(jnp.ceil((horizon - t - credit_offset) / cycle) + 1.0, 1.0)
+            hit = (rec_t < 0) & (k_star <= ncyc)
+            rec_w = jnp.where(hit, work + k_star * cp.interval, rec_w)
+            rec_t = jnp.where(hit, t + (k_star - 1.0) * cycle + credit_offset, rec_t)
             work = work + ncyc * cp.interval
             t = t + ncyc * cycle
             g = g - ncyc * cycle
@@ -171,29 +180,37 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
             g = g - step
             credit = done & reward[seg]
             work = work + jnp.where(credit, cp.interval, 0.0)
-            t_credit = jnp.where(credit, t, t_credit)
+            hit = credit & (rec_t < 0) & (t >= horizon)
+            rec_w = jnp.where(hit, work, rec_w)
+            rec_t = jnp.where(hit, t, rec_t)
             seg2 = jnp.where(done, nxt[seg], seg)
             x = jnp.where(done, 0.0, x)
-            return t, work, seg2, x, t_credit, g
+            return t, work, seg2, x, (rec_w, rec_t), g
 
-        t, work, seg, x, t_credit, g = jax.lax.while_loop(cond, body, (t, work, seg, x, t_credit, g))
-        return t + g, work, seg, x + g, t_credit
+        t, work, seg, x, rec, g = jax.lax.while_loop(cond, body, (t, work, seg, x, rec, g))
+        return t + g, work, seg, x + g, rec
 
     def event(carry, _):
-        t, work, seg, x, t_credit, slots, n_int, down, key = carry
-        # run until the first durable save after the horizon: a stopping time, so the
-        # ratio estimator has no inspection-paradox bias from the cycle that straddles it
-        active = t_credit < horizon
-        key, k_gap, k_mode, k_pred, k_tier, k_exp, k_spare, k_step = jax.random.split(key, 8)
-        u = jax.random.uniform(k_gap, minval=1e-300, maxval=1.0)
+        t, work, seg, x, rec, slots, n_int, down, ev, count = carry
+        # stop once both estimators have their stopping point: the first durable save at or
+        # after the horizon (goodput) and the first event that starts after it (the rest)
+        ev = jax.tree_util.tree_map(lambda new, old: jnp.where((t >= horizon) & (ev[2] < 0), new, old),
+                                    (down, n_int, t), ev)
+        active = (rec[1] < 0) | (ev[2] < 0)
+        carry = (t, work, seg, x, rec, slots, n_int, down, ev, count)
+        # one draw of 32-bit words per event, keyed by the event's number (threefry calls
+        # dominate the cost otherwise); uniforms in (0, 1), never 0
+        k_ev = jax.random.fold_in(key, count)
+        uni = (jax.random.bits(k_ev, (7 + K,), dtype=jnp.uint32).astype(float) + 0.5) * 2.0**-32
+        u, u_mode, u_pred, u_spare, u_step, u_spare2 = (uni[j] for j in range(6))
         steps = jnp.floor(jnp.log(u) / (-lam_all * dt)) + 1.0
         g = steps * dt
-        t1, work1, seg1, x1, tc1 = advance((t, work, seg, x, t_credit), g)
+        t1, work1, seg1, x1, rec1 = advance((t, work, seg, x, rec), g)
 
-        i = jax.random.categorical(k_mode, logits)
-        predicted = jax.random.uniform(k_pred) < q[i]
+        i = jnp.minimum(jnp.searchsorted(cum, u_mode * cum[-1]), len(model.fault_names) - 1)
+        predicted = u_pred < q[i]
         # predictive maintenance: graceful migration (and a spare)
-        slots_p, wait_p = take_spare(slots, t1, k_spare)
+        slots_p, wait_p = take_spare(slots, t1, u_spare)
         pred_cost = model.migration_time + jnp.where(spare[i], wait_p, 0.0)
 
         # tier ladder
@@ -202,16 +219,15 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
         done = jnp.array(False)
         cost_down = 0.0
         final = tier
-        keys = jax.random.split(k_tier, K)
         for j in range(K):
-            ok = (jax.random.uniform(keys[j]) < p[tier]) | (fb[tier] < 0)
+            ok = (uni[7 + j] < p[tier]) | (fb[tier] < 0)
             now_final = (~done) & ok
             final = jnp.where(now_final, tier, final)
             fail = (~done) & (~ok)
             cost_down = cost_down + jnp.where(fail, D[tier] + R[tier], 0.0)
             tier = jnp.where(fail, fb[tier], tier)
             done = done | now_final
-        slots_r, wait_r = take_spare(slots, t1 + pre + cost_down, k_spare)
+        slots_r, wait_r = take_spare(slots, t1 + pre + cost_down, u_spare2)
         use_spare = spare[i] & takes[final]
         wait = jnp.where(use_spare, wait_r, 0.0)
 
@@ -220,15 +236,19 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
             return ~c[0]
 
         def rbody(c):
-            _, total, key = c
-            key, k = jax.random.split(key)
-            e = jax.random.exponential(k) / jnp.maximum(lam_int, 1e-300)
+            _, total, j = c
+            w = jax.random.bits(jax.random.fold_in(k_ev, j), dtype=jnp.uint32).astype(float)
+            e = -jnp.log((w + 0.5) * 2.0**-32) / jnp.maximum(lam_int, 1e-300)
             hit = (e < R[final]) & (lam_int > 0)
             total = total + jnp.where(hit, e + D[final], R[final])  # a retry repeats the downtime
-            return ~hit, total, key
+            return ~hit, total, j + 1
 
-        _, exposed, _ = jax.lax.while_loop(rcond, rbody, (jnp.array(False), D[final], k_exp))
-        step_loss = jnp.where(code[final] == 1, model.step_time * jax.random.uniform(k_step), 0.0)
+        # most events never enter the loop: a fault during the exposed phase is rare
+        first_hit = -jnp.log(uni[6]) / jnp.maximum(lam_int, 1e-300)
+        no_retry = (first_hit >= R[final]) | (lam_int <= 0)
+        start = D[final] + jnp.where(no_retry, R[final], first_hit + D[final])
+        _, exposed, _ = jax.lax.while_loop(rcond, rbody, (no_retry, start, jnp.uint32(1)))
+        step_loss = jnp.where(code[final] == 1, model.step_time * u_step, 0.0)
         tier_cost = pre + cost_down + wait + exposed + post[final] + step_loss
         down_tier = cost_down + wait + exposed
 
@@ -241,16 +261,17 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
         x2 = jnp.where(rb >= 2, 0.0, x1)
         counted = (~predicted) & interrupts[i]
 
-        new = (t1 + cost, work1, seg2, x2, tc1, slots_new, n_int + counted, down + down_add, key)
+        new = (t1 + cost, work1, seg2, x2, rec1, slots_new, n_int + counted, down + down_add, ev, count + 1)
         carry = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, carry)
         return carry, None
 
     slots0 = jnp.full((n_slots,), -jnp.inf)
     carry = (jnp.zeros(()), jnp.zeros(()), jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else fresh),
-             jnp.zeros(()), jnp.zeros(()), slots0, jnp.zeros(()), jnp.zeros(()), key)
+             jnp.zeros(()), (jnp.zeros(()), -jnp.ones(())), slots0, jnp.zeros(()), jnp.zeros(()),
+             (jnp.zeros(()), jnp.zeros(()), -jnp.ones(())), jnp.uint32(0))
     carry, _ = jax.lax.scan(event, carry, None, length=n_events)
-    t, work, seg, x, t_credit, slots, n_int, down, key = carry
-    return dict(t=t, work=work, t_credit=t_credit, n_int=n_int, down=down)
+    t, work, seg, x, rec, slots, n_int, down, ev, _ = carry
+    return dict(t=t, work=rec[0], t_credit=rec[1], n_int=ev[1], down=ev[0], t_event=ev[2])
 
 
 @jax.jit
@@ -259,11 +280,17 @@ def _run(model, keys, horizon, dt, n_events_dummy):
     return jax.vmap(lambda k: _simulate_one(model, k, horizon, dt, n_events))(keys)
 
 
-def _ci(values):
-    v = np.asarray(values, dtype=float)
-    mean = float(v.mean())
-    half = _Z99 * float(v.std(ddof=1)) / math.sqrt(len(v)) if len(v) > 1 else float("inf")
-    return mean, (mean - half, mean + half)
+def _ratio_ci(num, den):
+    """Pooled ratio sum(num) / sum(den) over replicas with its 99 % delta-method interval.
+
+    The pooled ratio is consistent for the long-run rate (renewal-reward); the mean of
+    per-replica ratios carries an O(1 / cycles) bias.
+    """
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    r = float(num.sum() / den.sum())
+    resid = num - r * den
+    half = _Z99 * float(resid.std(ddof=1)) / (math.sqrt(len(num)) * float(den.mean()))
+    return r, (r - half, r + half)
 
 
 def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 30 * DAY,
@@ -291,11 +318,11 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
     mean_events = lam_all * horizon
     n_events = int(mean_events + 6 * math.sqrt(mean_events) + 16)
     n_events = 1 << (n_events - 1).bit_length()  # powers of two: few recompilations
-    keys = jax.random.split(jax.random.PRNGKey(seed), replicas)
+    keys = jax.random.split(jax.random.key(seed, impl=_RNG), replicas)
     for _ in range(4):
         out = _run(model, keys, float(horizon), float(dt), jnp.zeros((n_events, 0)))
         t = np.asarray(out["t"])
-        if (np.asarray(out["t_credit"]) >= horizon).all():
+        if (np.asarray(out["t_credit"]) >= horizon).all() and (np.asarray(out["t_event"]) >= horizon).all():
             break
         n_events *= 2
     else:  # pragma: no cover - needs an absurd number of events
@@ -304,9 +331,10 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
     if (work == 0).any():
         raise SolverError("simulate: a replica completed no durable checkpoint; lengthen the horizon")
     g = work / t_credit
-    gm, gci = _ci(g)
-    um, uci = _ci(np.asarray(out["down"]) / t)
-    im, ici = _ci(np.asarray(out["n_int"]) / t * DAY)
+    gm, gci = _ratio_ci(work, t_credit)
+    t_event = np.asarray(out["t_event"])
+    um, uci = _ratio_ci(np.asarray(out["down"]), t_event)
+    im, ici = _ratio_ci(np.asarray(out["n_int"]) * DAY, t_event)
     return SimulationResult(goodput=gm, goodput_ci=gci, unavailability=um, unavailability_ci=uci,
                             interruptions_per_day=im, interruptions_per_day_ci=ici,
                             replica_goodput=g, replica_steps=float(t.sum() / dt))
