@@ -208,10 +208,9 @@ def _solve(model: AvailabilityModel):
     if model.spares is None:
         return _solve_given(model, 1.0)[0]
     # the pool sees spare-taking faults per second of wall time: a few fixed-point sweeps
-    share = 1.0
-    for _ in range(_POOL_SWEEPS):
-        result, share = _solve_given(model, share)
-    return result
+    share = jax.lax.fori_loop(0, _POOL_SWEEPS - 1, lambda _, sh: _solve_given(model, sh)[1],
+                              jnp.asarray(1.0))
+    return _solve_given(model, share)[0]
 
 
 _POOL_SWEEPS = 5

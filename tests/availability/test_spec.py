@@ -37,8 +37,15 @@ def test_every_number_carries_a_source(path):
 
 @pytest.mark.parametrize("cluster", CLUSTERS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("recovery", RECOVERY, ids=lambda p: p.stem)
-def test_shipped_models_load_and_solve(cluster, recovery):
+def test_shipped_models_load(cluster, recovery):
     m = load_model(cluster, recovery, cards=4096)
+    assert m.cards == 4096 and len(m.fault_names) == len(m.fault_tier)
+
+
+@pytest.mark.parametrize("cluster,recovery", [("gpu_8x_16k", "checkpoint_only"),
+                                              ("cloudmatrix384_160k", "ascend_tiered")])
+def test_shipped_models_solve(cluster, recovery):
+    m = load_model(ROOT / "clusters" / f"{cluster}.toml", ROOT / "recovery" / f"{recovery}.toml", cards=4096)
     g = float(analyze(m).goodput)
     assert 0 < g < 1
 
