@@ -113,7 +113,7 @@ def optimal_interval(save_time, mtbf):
     >>> import markovsim
     >>> from markovsim.availability import optimal_interval
     >>> round(float(optimal_interval(50.0, 3600.0)), 1)
-    568.4
+    567.1
     """
     _checks.positive("save_time", save_time)
     _checks.positive("mtbf", mtbf)

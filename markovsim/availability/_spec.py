@@ -1,8 +1,9 @@
 """Model files for availability: clusters (with their fault catalogue), fault catalogues and
 recovery plans (TOML, read strictly through :mod:`markovsim._spec`).
 
-Three kinds of file, each number followed by a ``# source: ...`` or ``# assumption: ...``
-comment (see ``models/README`` in each folder):
+Three kinds of file; every number is followed by a ``# source: ...`` (seed id or
+public_inputs line), ``# derived: ...`` or ``# assumption: why`` comment (checked by the
+tests for the shipped files):
 
 ``models/clusters/*.toml``
     ``name``, ``cards``, ``cards_per_node``, ``nodes_per_supernode``,

@@ -149,3 +149,16 @@ def test_first_order_ettr_error_is_second_order():
 def test_bad_arguments_name_the_field(fn, args, field):
     with pytest.raises(markovsim.InvalidParameterError, match=field):
         fn(*args)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    examples = 0
+    for name, fn in [("young_interval", young_interval), ("optimal_interval", optimal_interval),
+                     ("lambertw", lambertw)]:
+        for test in finder.find(fn, name, globs={}):
+            examples += len(test.examples)
+            runner.run(test)
+    assert examples >= 3 and runner.failures == 0

@@ -199,3 +199,13 @@ def test_bad_models_raise_naming_the_field():
     for model, field in bad:
         with pytest.raises(markovsim.InvalidParameterError, match=field):
             goodput(model)
+
+
+def test_eager_jit_and_vmap_over_models_agree():
+    m = tiered(memory=2)
+    scales = jnp.array([0.5, 1.0, 2.0])
+    batched = jax.vmap(lambda s: analyze(dataclasses.replace(m, fault_rates=m.fault_rates * s)).goodput)(scales)
+    for s, g in zip(scales, batched):
+        eager = float(goodput(dataclasses.replace(m, fault_rates=m.fault_rates * s)))
+        assert float(g) == pytest.approx(eager, rel=1e-12)
+    assert batched[0] > batched[1] > batched[2]
