@@ -8,7 +8,8 @@ to the next fault and moves the checkpoint schedule through them at once (whole
 checkpoint cycles arithmetically). At a fault it samples the mode, predictive
 maintenance, each tier's success, faults during the exposed recovery phases (which
 restart them), the spare pool (actual repair timers), the lost partial step, and applies
-the rollback. ``lax.scan`` runs over fault events, ``jax.vmap`` over replicas.
+the rollback. ``lax.scan`` runs over chunks of fault events inside a run-until-done ``while_loop``,
+``jax.vmap`` over replicas.
 
 It follows the modelling assumptions of :mod:`markovsim.availability` (fault clocks run
 in running time; degraded running is booked as a pause of the lost throughput) but none
@@ -32,6 +33,7 @@ from ._model import AvailabilityModel, Rollback, SaveMode
 __all__ = ["SimulationResult", "simulate"]
 
 _RNG = "threefry2x32"  # counter-based, reproducible across backends
+_CHUNK = 8  # events per scan chunk inside the run-until-done loop
 _Z99 = 2.5758293035489004  # two-sided 99 % normal quantile
 
 
@@ -97,7 +99,7 @@ def _segments(model: AvailabilityModel):
     return (L, jnp.array(nxt), jnp.array(reward), fresh, steady, cycle, credit_offset)
 
 
-def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
+def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     cp = model.checkpoint
     has_mem = cp.memory_per_persistent > 0
     L, nxt, reward, fresh, steady, cycle, credit_offset = _segments(model)
@@ -269,15 +271,22 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt, n_events):
     carry = (jnp.zeros(()), jnp.zeros(()), jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else fresh),
              jnp.zeros(()), (jnp.zeros(()), -jnp.ones(())), slots0, jnp.zeros(()), jnp.zeros(()),
              (jnp.zeros(()), jnp.zeros(()), -jnp.ones(())), jnp.uint32(0))
-    carry, _ = jax.lax.scan(event, carry, None, length=n_events)
+    # scan over chunks of events, until this replica has both stopping points (under vmap:
+    # until the slowest replica has them; finished replicas are masked)
+    def running(c):
+        return (c[4][1] < 0) | (c[8][2] < 0)
+
+    def chunk(c):
+        return jax.lax.scan(event, c, None, length=_CHUNK)[0]
+
+    carry = jax.lax.while_loop(running, chunk, carry)
     t, work, seg, x, rec, slots, n_int, down, ev, _ = carry
     return dict(t=t, work=rec[0], t_credit=rec[1], n_int=ev[1], down=ev[0], t_event=ev[2])
 
 
 @jax.jit
-def _run(model, keys, horizon, dt, n_events_dummy):
-    n_events = n_events_dummy.shape[0]
-    return jax.vmap(lambda k: _simulate_one(model, k, horizon, dt, n_events))(keys)
+def _run(model, keys, horizon, dt):
+    return jax.vmap(lambda k: _simulate_one(model, k, horizon, dt))(keys)
 
 
 def _ratio_ci(num, den):
@@ -315,18 +324,9 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
     lam_all = float(np.sum(np.asarray(model.fault_rates)))
     if lam_all <= 0:
         raise InvalidParameterError("fault_rates: all zero; nothing to simulate (goodput is the save overhead)")
-    mean_events = lam_all * horizon
-    n_events = int(mean_events + 6 * math.sqrt(mean_events) + 16)
-    n_events = 1 << (n_events - 1).bit_length()  # powers of two: few recompilations
     keys = jax.random.split(jax.random.key(seed, impl=_RNG), replicas)
-    for _ in range(4):
-        out = _run(model, keys, float(horizon), float(dt), jnp.zeros((n_events, 0)))
-        t = np.asarray(out["t"])
-        if (np.asarray(out["t_credit"]) >= horizon).all() and (np.asarray(out["t_event"]) >= horizon).all():
-            break
-        n_events *= 2
-    else:  # pragma: no cover - needs an absurd number of events
-        raise SolverError(f"simulate: {int((t < horizon).sum())} replicas did not reach the horizon")
+    out = _run(model, keys, float(horizon), float(dt))
+    t = np.asarray(out["t"])
     work, t_credit = np.asarray(out["work"]), np.asarray(out["t_credit"])
     if (work == 0).any():
         raise SolverError("simulate: a replica completed no durable checkpoint; lengthen the horizon")
