@@ -11,6 +11,8 @@ restart them), the spare pool (actual repair timers), the lost partial step, and
 the rollback. ``lax.scan`` runs over chunks of fault events inside a run-until-done ``while_loop``,
 ``jax.vmap`` over replicas.
 
+A mode with ``spare_nodes > 0`` takes one node from the pool per repair.
+
 It follows the modelling assumptions of :mod:`markovsim.availability` (fault clocks run
 in running time; degraded running is booked as a pause of the lost throughput) but none
 of its formulas: no renewal argument, no dilation, no expected costs, and the spare pool
