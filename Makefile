@@ -30,7 +30,7 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
-	$(PY) benchmarks/engine.py
+	for b in engine availability training sweep; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(OUT) site .pytest_cache
