@@ -28,7 +28,7 @@ from markovsim.availability import (
     time_to_train,
 )
 
-from availability_models import H, tiered
+from .availability_models import H, tiered
 
 
 @pytest.mark.parametrize("tau,save,mtbf,restart,down", [

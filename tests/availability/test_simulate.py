@@ -9,7 +9,7 @@ import pytest
 import markovsim
 from markovsim.availability import SaveMode, SparePool, analyze, simulate, single_tier_model
 
-from availability_models import H, tiered
+from .availability_models import H, tiered
 
 # Each check uses a 99 % interval; with several configurations in one test the family-wise
 # level is kept at 99 % by widening each interval (Bonferroni), as stated where used.
