@@ -134,4 +134,34 @@ def run(out_dir: Path) -> list[Row]:
         note="Days are lost only when the failure has to be found by hand (S-REC-7) while the whole job waits; "
              "rollback and restart alone cost about an hour.",
     ))
+    _plot(out_dir, cat, atlas)
     return rows
+
+
+def _plot(out_dir: Path, cat, atlas) -> None:
+    """Job MTBF against job size: independent failures against the seed's 'one third per doubling'."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cards = np.unique(np.concatenate([2 ** np.arange(3, 14), [atlas.cards]]))
+    cards = cards[cards <= atlas.cards]
+    mtbf_h = np.array([job_mtbf(cat, atlas, int(n)) / HOUR for n in cards])
+    anchor = 1024
+    m0 = job_mtbf(cat, atlas, anchor) / HOUR
+    third = m0 * (1 / 3) ** np.log2(cards / anchor)
+    fig, ax = plt.subplots(figsize=(7.0, 4.5), layout="constrained")
+    ax.loglog(cards, mtbf_h, "o-", label="model: independent component failures (about x1/2 per doubling)")
+    ax.loglog(cards, third, "--", color="C3", label=f"S-MTBF-1: x1/3 per doubling (anchored at {anchor} cards)")
+    ax.axhspan(24, 72, color="C2", alpha=0.15, label="S-MTBF-4: 1-3 days of stable training")
+    ax.axhline(24, color="grey", lw=0.8, ls=":")
+    ax.annotate(f"{atlas.cards:,} cards: {mtbf_h[-1]:.1f} h", (cards[-1], mtbf_h[-1]), xytext=(-110, -20),
+                textcoords="offset points", fontsize="small", arrowprops=dict(arrowstyle="->", lw=0.6))
+    ax.set_xlabel("job size [cards]")
+    ax.set_ylabel("job MTBF [h]")
+    ax.set_title("Job MTBF vs job size, 10K Atlas 800T A2 catalogue (interrupting faults)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    fig.savefig(out_dir / "availability_mtbf.png", dpi=90)
+    plt.close(fig)

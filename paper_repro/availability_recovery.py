@@ -146,4 +146,51 @@ def run(out_dir: Path) -> list[Row]:
                     note=(f"With the assumed predictable shares the rate falls to {ratio:.2f}; halving needs about "
                           f"{0.5 / (1 - ratio) * 0.3 if ratio < 1 else float('nan'):.2f} of those modes foreseen, or "
                           "other process changes (burn-in, firmware) counted in the claim.")))
+    _plot(out_dir, plan, base, n, mtbf)
     return rows
+
+
+# source: public_inputs.md, vendor chart "recommended checkpoint period against the time of one save"
+_VENDOR_SAVE = np.array([50, 100, 150, 200, 250, 300, 350, 400, 450], dtype=float)
+_VENDOR_PERIOD = np.array([600, 2000, 5000, 8000, 12000, 17000, 21000, 27000, 32000], dtype=float)
+
+
+def _plot(out_dir: Path, plan, base, cards, mtbf) -> None:
+    """Vendor checkpoint chart against the exact optimum, and the recovery tiers' durations."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
+    save = np.linspace(10.0, 500.0, 100)
+    for i, m_h in enumerate((2.0, 24.0, 168.0, 720.0)):
+        tau = np.asarray(optimal_interval(save, m_h * HOUR))
+        left.plot(save, tau / HOUR, color=f"C{i}", label=f"exact optimum, MTBF {m_h:g} h")
+    tau = np.asarray(optimal_interval(save, mtbf))
+    left.plot(save, tau / HOUR, color="k", ls="--", label=f"exact optimum, 10K-card model MTBF {mtbf / HOUR:.1f} h")
+    left.plot(_VENDOR_SAVE, _VENDOR_PERIOD / HOUR, "s", color="C3", ms=7, mfc="none", mew=1.5,
+              label="vendor chart (public_inputs)")
+    left.set_yscale("log")
+    left.set_xlabel("time of one checkpoint save [s]")
+    left.set_ylabel("checkpoint period [h]")
+    left.set_title("Checkpoint period: vendor chart vs exact optimum")
+    left.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize="small")
+
+    tiers = [(t.name, _duration(t, cards)) for t in plan.tiers]
+    tiers += [("checkpoint-only restart", _duration(base.tiers[0], cards))]
+    names = [name for name, _ in tiers]
+    values = np.array([v for _, v in tiers])
+    right.barh(names, values, color="C0")
+    right.invert_yaxis()
+    right.set_xscale("log")
+    right.set_xlabel("recovery time [s] (detection + isolation + rescheduling + restart)")
+    right.set_title(f"Recovery tiers at {cards:,} cards (models/recovery/*.toml)")
+    for i, v in enumerate(values):
+        right.annotate(f"{v:.0f} s" if v < 600 else f"{v / MINUTE:.0f} min", (v, i), xytext=(3, 0),
+                       textcoords="offset points", va="center", fontsize="small")
+    right.set_xlim(right.get_xlim()[0], values.max() * 6)
+    right.grid(True, axis="x", which="both", alpha=0.3)
+    fig.savefig(out_dir / "availability_recovery.png", dpi=90)
+    plt.close(fig)

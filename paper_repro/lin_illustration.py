@@ -36,11 +36,13 @@ def run(out_dir: Path) -> list[Row]:
             note="4096 x 0.8 = 3277 (\"3.2K\" to two figures); with 4000 cards it is 3200 exactly",
         )
     ]
-    rows += _target_and_latency()
+    more, at_10k = _target_and_latency()
+    rows += more
+    _plot(out_dir, cards, linearity, effective, at_10k)
     return rows
 
 
-def _target_and_latency() -> list[Row]:
+def _target_and_latency() -> tuple[list[Row], dict[str, float]]:
     import dataclasses
 
     from markovsim.training import LinkLevel, Scaling, load_plan, scaling_curve
@@ -85,5 +87,33 @@ def _target_and_latency() -> list[Row]:
               f"to {fast:.5f}: latency is not what limits linearity at this message size (bandwidth and the "
               "bubble are). The 99.7 % stability figure belongs to the availability model."),
     ))
-    return rows
+    return rows, {"global batch 2560 held": fixed, "global batch grown with the cards": grown}
 
+
+
+def _plot(out_dir: Path, cards: int, linearity: float, effective: float, at_10k: dict[str, float]) -> None:
+    """Effective cards N x L against cards at several linearities, with the S-LIN-4 points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    n = np.linspace(0, 11000, 200)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
+    for i, lin in enumerate((1.0, 0.95, 0.9, 0.8, 0.6)):
+        ax.plot(n, n * lin, color=f"C{i}", lw=1.2, label=f"linearity {lin:.0%}")
+    ax.plot([cards], [effective], "o", color="k", ms=7, label=f"{cards:,} cards at {linearity:.0%}: {effective:,.0f}")
+    ax.plot([cards], [3200.0], "x", color="C3", ms=9, mew=2, label="S-LIN-4 reported: 3.2K")
+    for (name, lin), marker, colour in zip(at_10k.items(), ("s", "D"), ("C5", "C6")):
+        ax.plot([10240], [10240 * lin], marker, color=colour, mfc="none", mew=1.5, ms=8,
+                label=f"model, Pangu Ultra 135B, 10,240 cards,\n{name}: {lin:.2%}")
+    ax.set_xlabel("cards in the job")
+    ax.set_ylabel("effective cards N x L [cards]")
+    ax.set_title("Effective cards = cards x linearity (S-LIN-4)")
+    ax.set_xlim(0, 11000)
+    ax.set_ylim(0, 11000)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    fig.savefig(out_dir / "lin_illustration.png", dpi=90)
+    plt.close(fig)

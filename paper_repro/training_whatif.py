@@ -89,4 +89,39 @@ def run(out_dir: Path) -> list[Row]:
               f"balanced placement {expert_imbalance(256, ep, ZIPF, balanced=True):.3f}: +{ge:.2%}; a Zipf "
               f"exponent of {s_star:.3f} gives +7.5 %"),
     ))
+    _plot(out_dir, g, model_cut, step_cut, ge)
     return rows
+
+
+def _plot(out_dir: Path, pack: float, sr: float, sr_reported: float, expert: float) -> None:
+    """The three Sim2Train what-if gains: model (at the stated assumptions) against the reported figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = [f"AdaptPack\nthroughput gain\n(CV {PACK_CV:.2f})", "AdaptS/R\nstep-time cut\n(PP send/recv hidden)",
+             f"AdaptExpert\nend-to-end gain\n(Zipf {ZIPF})"]
+    model = 100 * np.array([pack, sr, expert])
+    reported = 100 * np.array([(0.045 + 0.0824) / 2, sr_reported, 0.075])
+    spread = 100 * np.array([(0.0824 - 0.045) / 2, 0.0, 0.0])  # source: S-SIM-1 range +4.5 % to +8.24 %
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
+    ax.bar(x - 0.2, model, 0.4, label="model (assumed CV / skew, see rows)")
+    ax.bar(x + 0.2, reported, 0.4, color="C1", label="reported, S-SIM-1 (AdaptPack: range, bar at its middle)")
+    ax.errorbar(x[:1] + 0.2, reported[:1], yerr=spread[:1], capsize=5, color="k", lw=1)
+    for xi, v in zip(x - 0.2, model):
+        ax.annotate(f"{v:.2f} %", (xi, v), xytext=(0, 3), textcoords="offset points", ha="center", fontsize="small")
+    labels = ["4.5-8.24 %", f"{reported[1]:.2f} %", f"{reported[2]:.2f} %"]
+    for xi, v, e, text in zip(x + 0.2, reported, spread, labels):
+        ax.annotate(text, (xi, v + e), xytext=(0, 3), textcoords="offset points", ha="center",
+                    fontsize="small")
+    ax.set_xticks(x, names)
+    ax.set_ylabel("gain [%]")
+    ax.set_title("Sim2Train optimisations: model vs reported (S-SIM-1)")
+    ax.set_ylim(0, 1.2 * max(model.max(), (reported + spread).max()))
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    fig.savefig(out_dir / "training_whatif.png", dpi=90)
+    plt.close(fig)
