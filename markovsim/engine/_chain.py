@@ -153,9 +153,13 @@ class DTMC:
         return cls(children[0], labels)
 
     def index(self, label: Hashable) -> int:
+        """The row of the state with this label."""
         if self.labels is None:
             raise InvalidChainError("this chain has no state labels")
-        return self.labels.index(label)
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            raise InvalidChainError(f"no state labelled {label!r}") from None
 
     def to_dense(self) -> np.ndarray:
         return self.P.toarray() if _is_sparse(self.P) else np.asarray(self.P)
@@ -316,6 +320,9 @@ def as_chain(chain) -> CTMC | DTMC:
         return chain
     if _is_sparse(chain) or hasattr(chain, "shape") or isinstance(chain, (list, tuple)):
         if isinstance(chain, (list, tuple)):
-            chain = np.asarray(chain, dtype=float)
+            try:
+                chain = np.asarray(chain, dtype=float)
+            except (TypeError, ValueError) as err:
+                raise InvalidChainError(f"Q: expected a numeric square matrix (rates per second), got {err}") from None
         return CTMC(chain)
     raise TypeError(f"expected a CTMC, a DTMC or a generator matrix, got {type(chain).__name__}")

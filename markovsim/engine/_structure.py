@@ -56,7 +56,7 @@ def _host(matrix: Any, name: str):
         else:
             i, j = map(int, np.argwhere(bad)[0])
             v = m[i, j]
-        raise InvalidChainError(f"{name}[{i}, {j}]={v!r}: expected finite entries (no NaN or inf)")
+        raise InvalidChainError(f"{name}[{i}, {j}]={float(v)!r}: expected finite entries (no NaN or inf)")
     return m
 
 
@@ -108,7 +108,7 @@ def validate_generator(Q: Any, *, rtol: float = 1e-9) -> None:
     if bad.any():
         i = int(np.argmax(bad))
         raise InvalidChainError(
-            f"Q row {i} sums to {sums[i]!r}: generator rows must sum to 0 (within rtol={rtol}); "
+            f"Q row {i} sums to {float(sums[i])!r}: generator rows must sum to 0 (within rtol={rtol}); "
             f"set the diagonal to minus the sum of the row's rates"
         )
 
@@ -128,12 +128,12 @@ def validate_transition_matrix(P: Any, *, rtol: float = 1e-9) -> None:
         else:
             i, j = map(int, np.argwhere((m < 0) | (m > 1 + rtol))[0])
             v = m[i, j]
-        raise InvalidChainError(f"P[{i}, {j}]={v!r}: transition probabilities must lie in [0, 1]")
+        raise InvalidChainError(f"P[{i}, {j}]={float(v)!r}: transition probabilities must lie in [0, 1]")
     sums, _ = _row_stats(m)
     bad = np.abs(sums - 1.0) > rtol * max(1, m.shape[0]) ** 0.5
     if bad.any():
         i = int(np.argmax(bad))
-        raise InvalidChainError(f"P row {i} sums to {sums[i]!r}: rows of a transition matrix must sum to 1")
+        raise InvalidChainError(f"P row {i} sums to {float(sums[i])!r}: rows of a transition matrix must sum to 1")
 
 
 def validate_chain(chain: Any, *, rtol: float = 1e-9) -> CTMC | DTMC:
