@@ -56,6 +56,7 @@ from typing import Any, Callable
 
 from ._errors import MarkovsimError, SpecError
 from ._overrides import load_document
+from ._validate_harness import _merge
 
 __all__ = ["ModelKind", "KINDS", "detect_kind", "train_outputs", "infer_outputs", "linearity_points",
            "infer_results", "expand_job", "load_goodput", "goodput_outputs", "goodput_outputs_lazy", "register"]
@@ -217,16 +218,6 @@ def _goodput_units() -> dict:
              "optimal_checkpoint_interval_s": "s", "goodput_at_optimal_interval": "1", "cards": "cards"}
     units.update({f"lost_{c}": "1" for c in CAUSES})
     return units
-
-
-def _merge(base: dict, over: dict) -> dict:
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def _reference(value: Any, where: str, folder: str, base_dir: Path) -> tuple[dict, Path | None]:
