@@ -35,9 +35,86 @@ def _is_sparse(x: Any) -> bool:
     return sp.issparse(x)
 
 
+class _Chain:
+    """What CTMC and DTMC share: the matrix, labels, pytree protocol and builders.
+
+    Subclasses name their matrix field (``_field``), what a transition carries
+    (``_weight``: a rate or a probability) and how a matrix of transition weights becomes
+    theirs (``_complete``: a generator gets its diagonal).
+    """
+
+    _field = ""
+    _weight = ""
+
+    @property
+    def matrix(self):
+        """The generator ``Q`` (CTMC) or the transition matrix ``P`` (DTMC)."""
+        return getattr(self, self._field)
+
+    @property
+    def n(self) -> int:
+        """Number of states."""
+        return int(self.matrix.shape[-1])
+
+    def tree_flatten(self):
+        return (self.matrix,), self.labels
+
+    @classmethod
+    def tree_unflatten(cls, labels, children):
+        return cls(children[0], labels)
+
+    def index(self, label: Hashable) -> int:
+        """The row of the state with this label."""
+        if self.labels is None:
+            raise InvalidChainError("this chain has no state labels")
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            raise InvalidChainError(f"no state labelled {label!r}") from None
+
+    def to_dense(self) -> np.ndarray:
+        """The matrix as a dense numpy array."""
+        m = self.matrix
+        return m.toarray() if _is_sparse(m) else np.asarray(m)
+
+    @staticmethod
+    def _complete(M: sp.csr_matrix) -> sp.csr_matrix:
+        return M
+
+    @classmethod
+    def _from_triples(cls, labels, rows, cols, vals):
+        n = len(labels)
+        M = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        return cls(cls._complete(M).tocsr(), tuple(labels))
+
+    @classmethod
+    def from_transitions(cls, transitions: Iterable[tuple[Hashable, Hashable, float]],
+                         states: Sequence[Hashable] | None = None):
+        """A chain from ``(from, to, weight)`` triples over labelled states (sparse result).
+
+        The weight is a rate per second (CTMC) or a probability (DTMC). Weights of repeated
+        pairs add up. ``states`` fixes the order (and may name states with no
+        transitions); otherwise states are numbered in order of appearance.
+        """
+        return cls._from_triples(*_collect(transitions, states, cls._weight))
+
+    @classmethod
+    def explore(cls, initial: Hashable, successors: Callable[[Hashable], Iterable[tuple[Hashable, float]]],
+                *, max_states: int = 10_000_000):
+        """Build the chain reachable from ``initial`` (sparse), the way model checkers do.
+
+        Args:
+            initial: the initial state (any hashable label).
+            successors: ``state -> iterable of (next_state, weight)``, the weight a rate
+                per second (CTMC) or a probability (DTMC).
+            max_states: stop with an error past this many states.
+        """
+        return cls._from_triples(*_explore(initial, successors, max_states, cls._weight))
+
+
 @jax.tree_util.register_pytree_node_class
 @dataclasses.dataclass(frozen=True)
-class CTMC:
+class CTMC(_Chain):
     """A continuous-time Markov chain with generator ``Q`` (rates per second).
 
     Build it with :meth:`from_matrix` (validated), :meth:`from_transitions`,
@@ -53,35 +130,12 @@ class CTMC:
     labels: tuple | None = None
 
     kind = "ctmc"
+    _field = "Q"
+    _weight = "rate"
 
-    @property
-    def n(self) -> int:
-        """Number of states."""
-        return int(self.Q.shape[-1])
-
-    @property
-    def matrix(self):
-        return self.Q
-
-    def tree_flatten(self):
-        return (self.Q,), self.labels
-
-    @classmethod
-    def tree_unflatten(cls, labels, children):
-        return cls(children[0], labels)
-
-    def index(self, label: Hashable) -> int:
-        """The row of the state with this label."""
-        if self.labels is None:
-            raise InvalidChainError("this chain has no state labels")
-        try:
-            return self.labels.index(label)
-        except ValueError:
-            raise InvalidChainError(f"no state labelled {label!r}") from None
-
-    def to_dense(self) -> np.ndarray:
-        """The generator as a dense numpy array."""
-        return self.Q.toarray() if _is_sparse(self.Q) else np.asarray(self.Q)
+    @staticmethod
+    def _complete(M: sp.csr_matrix) -> sp.csr_matrix:
+        return M - sp.diags(np.asarray(M.sum(axis=1)).ravel())
 
     @classmethod
     def from_matrix(cls, Q, labels: Sequence | None = None, *, rtol: float = 1e-9) -> "CTMC":
@@ -91,41 +145,14 @@ class CTMC:
         validate_generator(Q, rtol=rtol)
         return cls(Q, _labels(labels, Q.shape[0]))
 
-    @classmethod
-    def from_transitions(cls, transitions: Iterable[tuple[Hashable, Hashable, float]],
-                         states: Sequence[Hashable] | None = None) -> "CTMC":
-        """A CTMC from ``(from, to, rate)`` triples over labelled states (sparse result).
-
-        Rates of repeated pairs add up. ``states`` fixes the order (and may name states
-        with no transitions); otherwise states are numbered in order of appearance.
-        """
-        labels, rows, cols, vals = _collect(transitions, states, "rate")
-        n = len(labels)
-        Q = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-        Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
-        return cls(Q.tocsr(), tuple(labels))
-
-    @classmethod
-    def explore(cls, initial: Hashable, successors: Callable[[Hashable], Iterable[tuple[Hashable, float]]],
-                *, max_states: int = 10_000_000) -> "CTMC":
-        """Build the chain reachable from ``initial`` (sparse), the way model checkers do.
-
-        Args:
-            initial: the initial state (any hashable label).
-            successors: ``state -> iterable of (next_state, rate)``.
-            max_states: stop with an error past this many states.
-        """
-        labels, rows, cols, vals = _explore(initial, successors, max_states, "rate")
-        n = len(labels)
-        Q = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-        Q = Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
-        return cls(Q.tocsr(), tuple(labels))
-
 
 @jax.tree_util.register_pytree_node_class
 @dataclasses.dataclass(frozen=True)
-class DTMC:
+class DTMC(_Chain):
     """A discrete-time Markov chain with transition matrix ``P`` (rows sum to 1).
+
+    Build it with :meth:`from_matrix` (validated), :meth:`from_transitions`,
+    :meth:`explore` or :func:`kronecker_product`.
 
     Attributes:
         P: transition matrix ``(n, n)``: dense (numpy or JAX) or ``scipy.sparse``.
@@ -136,33 +163,8 @@ class DTMC:
     labels: tuple | None = None
 
     kind = "dtmc"
-
-    @property
-    def n(self) -> int:
-        return int(self.P.shape[-1])
-
-    @property
-    def matrix(self):
-        return self.P
-
-    def tree_flatten(self):
-        return (self.P,), self.labels
-
-    @classmethod
-    def tree_unflatten(cls, labels, children):
-        return cls(children[0], labels)
-
-    def index(self, label: Hashable) -> int:
-        """The row of the state with this label."""
-        if self.labels is None:
-            raise InvalidChainError("this chain has no state labels")
-        try:
-            return self.labels.index(label)
-        except ValueError:
-            raise InvalidChainError(f"no state labelled {label!r}") from None
-
-    def to_dense(self) -> np.ndarray:
-        return self.P.toarray() if _is_sparse(self.P) else np.asarray(self.P)
+    _field = "P"
+    _weight = "probability"
 
     @classmethod
     def from_matrix(cls, P, labels: Sequence | None = None, *, rtol: float = 1e-9) -> "DTMC":
@@ -171,22 +173,6 @@ class DTMC:
 
         validate_transition_matrix(P, rtol=rtol)
         return cls(P, _labels(labels, P.shape[0]))
-
-    @classmethod
-    def from_transitions(cls, transitions: Iterable[tuple[Hashable, Hashable, float]],
-                         states: Sequence[Hashable] | None = None) -> "DTMC":
-        """A DTMC from ``(from, to, probability)`` triples (sparse result)."""
-        labels, rows, cols, vals = _collect(transitions, states, "probability")
-        n = len(labels)
-        return cls(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)), tuple(labels))
-
-    @classmethod
-    def explore(cls, initial: Hashable, successors: Callable[[Hashable], Iterable[tuple[Hashable, float]]],
-                *, max_states: int = 10_000_000) -> "DTMC":
-        """Build the reachable DTMC; ``successors(state)`` yields ``(next_state, probability)``."""
-        labels, rows, cols, vals = _explore(initial, successors, max_states, "probability")
-        n = len(labels)
-        return cls(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)), tuple(labels))
 
 
 def _labels(labels, n):
