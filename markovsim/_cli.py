@@ -98,6 +98,18 @@ def _document(arg: str, folder: str, sets: Sequence[str] | None):
     return path, apply_overrides(doc, overrides), bool(overrides), overrides
 
 
+def _load_model(args, folder: str, loader):
+    """Read ``args.model`` with its ``--set`` overrides and build it with ``loader``;
+    a rejected key introduced by ``--set`` is pointed at in the error.
+
+    Returns ``(model, path, overrides)``."""
+    path, doc, changed, overrides = _document(args.model, folder, args.sets)
+    try:
+        return loader(doc, path, changed=changed), path, overrides
+    except MarkovsimError as exc:
+        raise _annotate(exc, overrides) from None
+
+
 def _must_exist(path: Path, arg: str, folders: Sequence[str]) -> None:
     from ._overrides import MODELS_DIR
 
@@ -147,11 +159,7 @@ def _cmd_train(args) -> int:
     from . import _case_kinds as kinds
     from .training import Scaling, step_time
 
-    path, doc, changed, overrides = _document(args.model, "plans", args.sets)
-    try:
-        spec = kinds.load_train(doc, path, changed=changed)
-    except MarkovsimError as exc:
-        raise _annotate(exc, overrides) from None
+    spec, path, overrides = _load_model(args, "plans", kinds.load_train)
     b = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
     outputs = kinds.breakdown_outputs(spec, b)
     plan = spec.plan
@@ -220,11 +228,7 @@ def _cmd_train(args) -> int:
 def _cmd_infer(args) -> int:
     from . import _case_kinds as kinds
 
-    path, doc, changed, overrides = _document(args.model, "inference", args.sets)
-    try:
-        model = kinds.load_infer(doc, path, changed=changed)
-    except MarkovsimError as exc:
-        raise _annotate(exc, overrides) from None
+    model, path, overrides = _load_model(args, "inference", kinds.load_infer)
     results = kinds.infer_results(model)
     layouts = {"prefill": model.prefill_layout, "decode": model.decode_layout}
     if args.json:
