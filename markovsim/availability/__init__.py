@@ -13,6 +13,7 @@ from ._checkpoint import (
     expected_ettr_first_order as expected_ettr_first_order,
     expected_segment_time as expected_segment_time,
     optimal_interval as optimal_interval,
+    optimal_interval_and_goodput as optimal_interval_and_goodput,
     young_interval as young_interval,
 )
 from ._faults import (
@@ -66,7 +67,7 @@ from ._topology import (
 __all__ = [
     # checkpoint formulas
     "young_interval", "daly_interval", "optimal_interval", "expected_segment_time",
-    "checkpoint_goodput", "expected_ettr_first_order", "lambertw",
+    "checkpoint_goodput", "optimal_interval_and_goodput", "expected_ettr_first_order", "lambertw",
     # faults and cluster shape
     "Effect", "BlastRadius", "Component", "FaultMode", "FaultCatalogue", "mode_rates",
     "interruption_rate", "job_mtbf", "per_card_fault_rate", "mtbf_doubling_ratio",

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _checks
-from ._lambertw import one_plus_w0_of_neg_exp
+from ._lambertw import one_plus_w0_of_neg_exp, with_w0_pair
 
 __all__ = [
     "young_interval",
@@ -47,6 +47,7 @@ __all__ = [
     "optimal_interval",
     "expected_segment_time",
     "checkpoint_goodput",
+    "optimal_interval_and_goodput",
     "expected_ettr_first_order",
 ]
 
@@ -155,6 +156,47 @@ def checkpoint_goodput(interval, save_time, mtbf, restart_time, downtime=0.0):
     """
     t = expected_segment_time(interval, save_time, mtbf, restart_time, downtime)
     return _f(interval) / t
+
+
+def optimal_interval_and_goodput(save_time, mtbf, restart_time, downtime=0.0):
+    r"""The exact optimal interval and the goodput it gives, in one vectorised pass.
+
+    At the optimum :math:`e^{(\tau^\star + C)/M} = 1/(1 - x)` with
+    :math:`x = \tau^\star/M = 1 + W_0(-e^{-1-C/M})`, so the goodput of
+    :func:`checkpoint_goodput` simplifies to
+
+    .. math::  \frac{\tau^\star}{T(\tau^\star)} = \frac{M (1 - x)}{(M + D)\, e^{R/M}},
+
+    one exponential per configuration. Same values as
+    ``checkpoint_goodput(optimal_interval(C, M), C, M, R, D)`` (to rounding), cheaper; works
+    under ``jit``, ``vmap`` and ``grad``.
+
+    Args:
+        save_time: save time :math:`C`, seconds (> 0).
+        mtbf: job MTBF :math:`M`, seconds (> 0).
+        restart_time: restart time :math:`R`, seconds (>= 0).
+        downtime: downtime before the restart :math:`D`, seconds (>= 0).
+
+    Returns:
+        ``(interval, goodput)``: seconds of work between saves, and the long-run useful
+        fraction in (0, 1), each of the broadcast shape.
+
+    >>> import markovsim
+    >>> from markovsim.availability import optimal_interval_and_goodput
+    >>> tau, good = optimal_interval_and_goodput(50.0, 3600.0, 300.0)
+    >>> round(float(tau), 1), round(float(good), 4)
+    (567.1, 0.7751)
+    """
+    _checks.positive("save_time", save_time)
+    _checks.positive("mtbf", mtbf)
+    _checks.nonnegative("restart_time", restart_time)
+    _checks.nonnegative("downtime", downtime)
+    return _optimal_pair(*map(_f, (save_time, mtbf, restart_time, downtime)))
+
+
+@jax.jit
+def _optimal_pair(c, m, r, d):
+    return with_w0_pair(c / m, lambda x, one_minus_x: (m * x, m * one_minus_x / ((m + d) * jnp.exp(r / m))))
 
 
 def expected_ettr_first_order(interval, save_time, mtbf, restart_time, downtime=0.0):

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, SolverError, check_integer, check_positive
+from .._random import uniforms
 from .._units import DAY
 from ._model import AvailabilityModel, Rollback, SaveMode
 
@@ -36,6 +37,8 @@ __all__ = ["SimulationResult", "simulate"]
 
 _RNG = "threefry2x32"  # counter-based, reproducible across backends
 _CHUNK = 8  # events per scan chunk inside the run-until-done loop
+_PREDRAWN = 3  # exposed-phase attempts drawn with the event (more go to a loop)
+_DRAWS = 6 + _PREDRAWN  # uniforms per event before the tiers' coverage draws
 _Z99 = 2.5758293035489004  # two-sided 99 % normal quantile
 
 
@@ -132,6 +135,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     tdet = jnp.asarray(model.fault_detection_time, dtype=float)
     spare = jnp.asarray(model.fault_spare_nodes, dtype=float) > 0
     lam_all = jnp.sum(lam)
+    key_words = jax.random.key_data(key)
     lam_int = jnp.sum(lam * (1.0 - q) * interrupts)  # faults that restart an exposed phase
     cum = jnp.cumsum(lam)
     pool = model.spares
@@ -202,10 +206,9 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
                                     (down, n_int, t), ev)
         active = (rec[1] < 0) | (ev[2] < 0)
         carry = (t, work, seg, x, rec, slots, n_int, down, ev, count)
-        # one draw of 32-bit words per event, keyed by the event's number (threefry calls
-        # dominate the cost otherwise); uniforms in (0, 1), never 0
-        k_ev = jax.random.fold_in(key, count)
-        uni = (jax.random.bits(k_ev, (7 + K,), dtype=jnp.uint32).astype(float) + 0.5) * 2.0**-32
+        # one block of Philox draws per event, keyed by the replica and the event's number
+        # (the draws dominate the cost); uniforms in (0, 1), never 0
+        uni = uniforms(key_words, count, _DRAWS + K)
         u, u_mode, u_pred, u_spare, u_step, u_spare2 = (uni[j] for j in range(6))
         steps = jnp.floor(jnp.log(u) / (-lam_all * dt)) + 1.0
         g = steps * dt
@@ -224,7 +227,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         cost_down = 0.0
         final = tier
         for j in range(K):
-            ok = (uni[7 + j] < p[tier]) | (fb[tier] < 0)
+            ok = (uni[_DRAWS + j] < p[tier]) | (fb[tier] < 0)
             now_final = (~done) & ok
             final = jnp.where(now_final, tier, final)
             fail = (~done) & (~ok)
@@ -235,23 +238,30 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         use_spare = spare[i] & takes[final]
         wait = jnp.where(use_spare, wait_r, 0.0)
 
-        # exposed phases: a fault during them restarts them (after the unexposed ones)
+        # exposed phases: a fault during them restarts them (after the unexposed ones). The
+        # first _PREDRAWN attempts use draws from the event's block; the loop (its own draws)
+        # only runs for the rare event that fails them all, so under vmap it is nearly
+        # always skipped for the whole batch.
+        rate = jnp.maximum(lam_int, 1e-300)
+        exposed = jnp.zeros(())
+        going = jnp.array(True)
+        for j in range(_PREDRAWN):
+            e = -jnp.log(uni[6 + j]) / rate
+            hit = (e < R[final]) & (lam_int > 0)
+            exposed = exposed + jnp.where(going, D[final] + jnp.where(hit, e, R[final]), 0.0)
+            going = going & hit
+
         def rcond(c):
-            return ~c[0]
+            return c[0]
 
         def rbody(c):
             _, total, j = c
-            w = jax.random.bits(jax.random.fold_in(k_ev, j), dtype=jnp.uint32).astype(float)
-            e = -jnp.log((w + 0.5) * 2.0**-32) / jnp.maximum(lam_int, 1e-300)
-            hit = (e < R[final]) & (lam_int > 0)
-            total = total + jnp.where(hit, e + D[final], R[final])  # a retry repeats the downtime
-            return ~hit, total, j + 1
+            e = -jnp.log(uniforms(key_words, count, 1, stream=j)[0]) / rate
+            hit = e < R[final]
+            total = total + D[final] + jnp.where(hit, e, R[final])  # a retry repeats the downtime
+            return hit, total, j + 1
 
-        # most events never enter the loop: a fault during the exposed phase is rare
-        first_hit = -jnp.log(uni[6]) / jnp.maximum(lam_int, 1e-300)
-        no_retry = (first_hit >= R[final]) | (lam_int <= 0)
-        start = D[final] + jnp.where(no_retry, R[final], first_hit + D[final])
-        _, exposed, _ = jax.lax.while_loop(rcond, rbody, (no_retry, start, jnp.uint32(1)))
+        _, exposed, _ = jax.lax.while_loop(rcond, rbody, (going, exposed, jnp.uint32(1)))
         step_loss = jnp.where(code[final] == 1, model.step_time * u_step, 0.0)
         tier_cost = pre + cost_down + wait + exposed + post[final] + step_loss
         down_tier = cost_down + wait + exposed

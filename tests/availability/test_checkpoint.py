@@ -1,5 +1,7 @@
 """Checkpoint formulas: Lambert W, the exact segment time and optimum, Young, Daly, ETTR."""
 
+from fractions import Fraction
+
 import jax
 import jax.numpy as jnp
 import mpmath
@@ -18,8 +20,10 @@ from markovsim.availability import (
     expected_segment_time,
     lambertw,
     optimal_interval,
+    optimal_interval_and_goodput,
     young_interval,
 )
+from markovsim.availability import _lambertw
 
 
 def test_lambertw_matches_scipy():
@@ -145,6 +149,9 @@ def test_first_order_ettr_error_is_second_order():
     (daly_interval, (10.0, 0.0), "mtbf"),
     (optimal_interval, (10.0, float("nan")), "mtbf"),
     (expected_segment_time, (100.0, 10.0, 1000.0, -5.0), "restart_time"),
+    (optimal_interval_and_goodput, (10.0, 100.0, float("inf")), "restart_time"),
+    (optimal_interval_and_goodput, (10.0, 100.0, 5.0, -1.0), "downtime"),
+    (optimal_interval_and_goodput, (0.0, 100.0, 5.0), "save_time"),
 ])
 def test_bad_arguments_name_the_field(fn, args, field):
     with pytest.raises(markovsim.InvalidParameterError, match=field):
@@ -157,8 +164,73 @@ def test_docstring_examples_run():
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     examples = 0
     for name, fn in [("young_interval", young_interval), ("optimal_interval", optimal_interval),
+                     ("optimal_interval_and_goodput", optimal_interval_and_goodput),
                      ("lambertw", lambertw)]:
         for test in finder.find(fn, name, globs={}):
             examples += len(test.examples)
             runner.run(test)
     assert examples >= 3 and runner.failures == 0
+
+
+def _series_coefficients_by_lagrange_inversion(n_terms):
+    """a_k of x = sum a_k s^(k+1), s = sqrt(2c), from s = x g(x), g^2 = 2(-x - log(1-x))/x^2.
+
+    Lagrange inversion: a_k = [x^k] q(x)^(-(k+1)/2) / (k+1) with q = g^2 = sum 2 x^j/(j+2);
+    powers of a series by the J. C. P. Miller recurrence, in exact rationals.
+    """
+    q = [Fraction(2, j + 2) for j in range(n_terms)]
+    out = []
+    for k in range(n_terms):
+        r = Fraction(-(k + 1), 2)
+        b = [Fraction(1)] + [Fraction(0)] * k
+        for n in range(1, k + 1):
+            b[n] = sum((r * j - (n - j)) * q[j] * b[n - j] for j in range(1, n + 1)) / n
+        out.append(b[k] / (k + 1))
+    return out
+
+
+def test_series_coefficients_are_the_rounded_lagrange_inversion():
+    exact = _series_coefficients_by_lagrange_inversion(len(_lambertw._S_SERIES))
+    assert exact[:4] == [1, Fraction(-1, 3), Fraction(1, 36), Fraction(1, 270)]
+    assert list(_lambertw._S_SERIES) == [float(a) for a in exact]
+
+
+def test_one_plus_w0_and_complement_against_40_digits_over_the_whole_range():
+    mpmath.mp.dps = 40
+    c = np.concatenate([np.logspace(-18, np.log10(700.0), 700), [0.5, np.nextafter(0.5, 1), 2.0, 1.999999, 2.000001]])
+    x, y = (np.asarray(a) for a in jax.jit(_lambertw.one_plus_w0_and_complement)(jnp.asarray(c)))
+    ref_x, ref_y = [], []
+    for ci in c:
+        w = mpmath.lambertw(-mpmath.e ** (-1 - mpmath.mpf(float(ci))))
+        ref_x.append(float(1 + w))
+        ref_y.append(float(-w))
+    np.testing.assert_allclose(x, ref_x, rtol=6e-16, atol=0)
+    # 1 - x: exact where it is carried (c > 1/2), one subtraction from x >= 1/3 below
+    # 1 - x has condition number ~c in c (d log(1-x)/d log c = -c/x): a few ulps times c
+    ref_y = np.array(ref_y)
+    assert np.all(np.abs(y - ref_y) <= (1.2e-15 + 4e-16 * c) * ref_y)
+    # the series-only branch (no element above 1/2) and vmap (where cond becomes select) agree
+    low = c <= 0.5
+    np.testing.assert_allclose(np.asarray(_lambertw.one_plus_w0_of_neg_exp(jnp.asarray(c[low]))), x[low], rtol=3e-16)
+    np.testing.assert_allclose(np.asarray(jax.vmap(_lambertw.one_plus_w0_of_neg_exp)(jnp.asarray(c))), x, rtol=3e-16)
+
+
+@given(st.floats(1e-10, 5.0), st.floats(10.0, 1e8), st.floats(0.0, 1e5), st.floats(0.0, 1e5))
+def test_optimal_interval_and_goodput_is_the_goodput_at_the_optimum(ratio, mtbf, restart, down):
+    save = ratio * mtbf
+    tau, good = optimal_interval_and_goodput(save, mtbf, restart, down)
+    assert float(tau) == pytest.approx(float(optimal_interval(save, mtbf)), rel=1e-14)
+    direct = float(checkpoint_goodput(tau, save, mtbf, restart, down))
+    assert 0.0 <= float(good) <= 1.0
+    assert float(good) == pytest.approx(direct, rel=1e-12, abs=1e-300)
+
+
+def test_optimal_interval_and_goodput_gradients():
+    args = (jnp.array([30.0, 600.0, 3000.0]), jnp.array([3600.0, 86400.0, 4000.0]), jnp.array([60.0, 900.0, 10.0]),
+            jnp.array([5.0, 120.0, 30.0]))
+    check_grads(lambda *a: optimal_interval_and_goodput(*a)[1], args, order=1, modes=["fwd", "rev"], rtol=1e-5)
+    # envelope theorem: d goodput*/dC equals the partial derivative at a fixed interval
+    tau = optimal_interval(300.0, 86400.0)
+    dC = jax.grad(lambda c: optimal_interval_and_goodput(c, 86400.0, 900.0, 120.0)[1])(300.0)
+    partial = jax.grad(lambda c: checkpoint_goodput(tau, c, 86400.0, 900.0, 120.0))(300.0)
+    assert float(dC) == pytest.approx(float(partial), rel=1e-9)
