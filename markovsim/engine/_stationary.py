@@ -179,6 +179,62 @@ def _gth_loop(A):
     return jax.lax.fori_loop(0, n - 1, back, x0)
 
 
+#: Under ``vmap`` a batch of small chains is solved in chunks of at most about this many
+#: bytes of generators (``lax.map`` over vmapped chunks): XLA on the CPU writes every
+#: elimination step's intermediates for the whole batch, and chunks that stay in cache are
+#: 2-3x faster than one pass (measured: 100,000 16-state chains, 0.15-0.16 s in 20 chunks
+#: of 5,000 against 0.37-0.49 s in one).
+_BATCH_CHUNK_BYTES = 10 * 2**20
+
+
+def _offdiag_gth(Q):
+    return _gth_unrolled(_offdiag(Q))
+
+
+def _chunk_size(batch: int, max_chunk: int) -> int:
+    """A chunk size that divides ``batch`` (a remainder costs a second code path and a
+    concatenation), between half of ``max_chunk`` and ``max_chunk`` when there is one."""
+    if batch <= max_chunk:
+        return batch
+    for size in range(max_chunk, max_chunk // 2, -1):
+        if batch % size == 0:
+            return size
+    return max_chunk
+
+
+@jax.custom_batching.custom_vmap
+def _gth_chunked(Q):
+    return _offdiag_gth(Q)
+
+
+@_gth_chunked.def_vmap
+def _gth_chunked_rule(axis_size, in_batched, Q):
+    (batched,) = in_batched
+    if not batched:
+        return _offdiag_gth(Q), False
+    n = Q.shape[-1]
+    chunk = _chunk_size(axis_size, max(1, _BATCH_CHUNK_BYTES // (n * n * Q.dtype.itemsize)))
+    if chunk >= axis_size:
+        return jax.vmap(_offdiag_gth)(Q), True
+    return jax.lax.map(_offdiag_gth, Q, batch_size=chunk), True
+
+
+@jax.custom_jvp
+def _gth_small(Q):
+    """GTH of a small chain, with a chunked batching rule (values as ``_offdiag_gth``).
+
+    ``custom_vmap`` functions are not differentiable, so derivatives come from this
+    ``custom_jvp``: the forward-mode derivative of the plain elimination (reverse mode
+    transposes it), exactly what differentiating ``_offdiag_gth`` gives.
+    """
+    return _gth_chunked(Q)
+
+
+@_gth_small.defjvp
+def _gth_small_jvp(primals, tangents):
+    return jax.jvp(_offdiag_gth, primals, tangents)
+
+
 def gth(Q):
     """Stationary distribution of an irreducible chain by GTH elimination (JAX, no checks).
 
@@ -198,8 +254,7 @@ def gth(Q):
     n = Q.shape[-1]
     if n == 1:
         return jnp.ones((1,), dtype=Q.dtype)
-    A = _offdiag(Q)
-    return _gth_unrolled(A) if n <= _UNROLL_LIMIT else _gth_loop(A)
+    return _gth_small(Q) if n <= _UNROLL_LIMIT else _gth_loop(_offdiag(Q))
 
 
 _gth_jit = jax.jit(gth)

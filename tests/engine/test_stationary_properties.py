@@ -235,3 +235,45 @@ def test_batched_value_and_grad_over_2000_chains_completes():
         v, g = single(Q[i])
         np.testing.assert_allclose(values[i], v, rtol=1e-12)
         np.testing.assert_allclose(grads[i], g, rtol=1e-9, atol=1e-14)
+
+
+# ----------------------------------------------------------------------------- the chunked batching rule
+
+
+@pytest.mark.parametrize("batch,chunk_bytes", [(6, 3 * 8 * 8 * 8), (7, 2 * 8 * 8 * 8), (5, 10 * 2**20)],
+                         ids=["dividing chunks", "chunks with a remainder", "one chunk"])
+def test_vmap_in_chunks_matches_each_chain_alone(batch, chunk_bytes, monkeypatch):
+    """Under vmap small chains are solved by lax.map over chunks (markovsim.engine._stationary);
+    whatever the chunking, every chain gets the answer it gets alone, and derivatives too."""
+    from markovsim.engine import _stationary
+
+    monkeypatch.setattr(_stationary, "_BATCH_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(batch)
+    Q = jnp.asarray(np.stack([_random_generator(rng, 8) for _ in range(batch)]))
+    alone = np.stack([np.asarray(_pi_jit(Q[i])) for i in range(batch)])
+    np.testing.assert_allclose(jax.jit(jax.vmap(ms.stationary_distribution))(Q), alone, rtol=1e-13)
+    # nested vmap, and vmap with the chain axis last
+    nested = jax.jit(jax.vmap(jax.vmap(ms.stationary_distribution)))(jnp.stack([Q, Q[::-1]]))
+    np.testing.assert_allclose(nested[0], alone, rtol=1e-13)
+    np.testing.assert_allclose(nested[1], alone[::-1], rtol=1e-13)
+    last = jax.jit(jax.vmap(ms.stationary_distribution, in_axes=2))(jnp.moveaxis(Q, 0, 2))
+    np.testing.assert_allclose(last, alone, rtol=1e-13)
+    # gradients under vmap (reverse) and forward-mode Jacobians
+    w = jnp.asarray(rng.random(8))
+    grads = jax.jit(jax.vmap(jax.grad(lambda q: ms.stationary_distribution(q) @ w)))(Q)
+    jac = jax.jit(jax.vmap(jax.jacfwd(ms.stationary_distribution)))(Q)
+    for i in range(batch):
+        g1 = jax.grad(lambda q: ms.stationary_distribution(q) @ w)(Q[i])
+        np.testing.assert_allclose(grads[i], g1, rtol=1e-10, atol=1e-15)
+        np.testing.assert_allclose(jnp.einsum("jkl,j->kl", jac[i], w), g1, rtol=1e-10, atol=1e-15)
+
+
+def test_chunk_size_divides_the_batch_when_it_can():
+    from markovsim.engine._stationary import _chunk_size
+
+    assert _chunk_size(100_000, 5120) == 5000
+    assert _chunk_size(300, 5120) == 300
+    assert _chunk_size(7, 2) == 2  # 7 is prime: chunks of 2 and a remainder
+    for batch, top in [(12_345, 1000), (65_536, 5120), (99_991, 4000)]:
+        size = _chunk_size(batch, top)
+        assert size <= top and (batch % size == 0 or size == top)
