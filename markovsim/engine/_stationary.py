@@ -216,7 +216,12 @@ def _gth_chunked_rule(axis_size, in_batched, Q):
     chunk = _chunk_size(axis_size, max(1, _BATCH_CHUNK_BYTES // (n * n * Q.dtype.itemsize)))
     if chunk >= axis_size:
         return jax.vmap(_offdiag_gth)(Q), True
-    return jax.lax.map(_offdiag_gth, Q, batch_size=chunk), True
+    whole = axis_size - axis_size % chunk  # lax.map over vmapped chunks (by hand: older JAX
+    body = Q[:whole].reshape((whole // chunk, chunk) + Q.shape[1:])  # lacks its batch_size)
+    pi = jax.lax.map(jax.vmap(_offdiag_gth), body).reshape((whole,) + Q.shape[2:])
+    if whole < axis_size:
+        pi = jnp.concatenate([pi, jax.vmap(_offdiag_gth)(Q[whole:])])
+    return pi, True
 
 
 @jax.custom_jvp
