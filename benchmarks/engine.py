@@ -266,7 +266,11 @@ def run_peer(kind: str, model: str, quick: bool, setting: str, limit: float, tmp
 # ----------------------------------------------------------------------------- helpers
 
 
-def median_time(fn, repeats):
+def median_time(fn, repeats, warmup=0):
+    """Median wall time of ``repeats`` calls after ``warmup`` untimed ones (the first calls
+    after a compile pay for fresh memory pages)."""
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -356,7 +360,7 @@ def bench_batch(quick):
     t0 = time.perf_counter()
     compiled = solve.lower(Qj).compile()
     compile_s = time.perf_counter() - t0
-    run_s = median_time(lambda: compiled(Qj).block_until_ready(), 5)
+    run_s = median_time(lambda: compiled(Qj).block_until_ready(), 9, warmup=3)
     pi_ms = np.asarray(compiled(Qj))
 
     e = np.zeros(n)
@@ -367,7 +371,7 @@ def bench_batch(quick):
         A[:, -1, :] = 1.0
         return np.linalg.solve(A, np.broadcast_to(e, (batch, n))[..., None])[..., 0]
 
-    numpy_s = median_time(numpy_batched, 3)
+    numpy_s = median_time(numpy_batched, 5, warmup=2)
     pi_np = numpy_batched()
 
     def scipy_loop():
