@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
 
 import jax
@@ -29,6 +28,7 @@ import numpy as np
 import scipy.optimize
 
 import markovsim  # noqa: F401  (float64)
+from _timing import median_time
 from markovsim import DAY
 from markovsim.availability import (
     analyze,
@@ -38,19 +38,6 @@ from markovsim.availability import (
     simulate,
     single_tier_model,
 )
-
-
-def _median_time(fn, repeats, warmup=0):
-    """Median wall time of ``repeats`` calls after ``warmup`` untimed ones (the first calls
-    after a compile pay for fresh memory pages)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def configurations(n, seed=0):
@@ -86,10 +73,10 @@ def bench_optimum(n, n_loop):
     t0 = time.perf_counter()
     jax.block_until_ready(_batch(save, mtbf, restart, down))
     compile_s = time.perf_counter() - t0
-    run_s = _median_time(lambda: jax.block_until_ready(_batch(save, mtbf, restart, down)), 21, warmup=10)
+    run_s = median_time(lambda: jax.block_until_ready(_batch(save, mtbf, restart, down)), 21, warmup=10)
     tau, good = (np.asarray(a) for a in _batch(save, mtbf, restart, down))
     jax.block_until_ready(_composed(save, mtbf, restart, down))
-    composed_s = _median_time(lambda: jax.block_until_ready(_composed(save, mtbf, restart, down)), 21, warmup=10)
+    composed_s = median_time(lambda: jax.block_until_ready(_composed(save, mtbf, restart, down)), 21, warmup=10)
     good_composed = np.asarray(_composed(save, mtbf, restart, down)[1])
     cfg = [np.asarray(a)[:n_loop] for a in (save, mtbf, restart, down)]
     t0 = time.perf_counter()
@@ -150,7 +137,7 @@ def bench_twin(replicas, horizon, simpy_replicas):
     simulate(model, replicas=replicas, horizon=horizon, dt=1.0, seed=0)
     first = time.perf_counter() - t0
     results = []
-    run_s = _median_time(lambda: results.append(simulate(model, replicas=replicas, horizon=horizon, dt=1.0, seed=1)), 3)
+    run_s = median_time(lambda: results.append(simulate(model, replicas=replicas, horizon=horizon, dt=1.0, seed=1)), 3)
     r = results[-1]
     steps_jax = r.replica_steps / run_s
     t0 = time.perf_counter()

@@ -42,7 +42,6 @@ import json
 import math
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from _timing import median_time
 
 HOUR = 3600.0
 MEMORY_CAP_BYTES = 8 * 2**30  # per peer process: an O(n^2) fill-in is stopped, not swapped
@@ -264,19 +264,6 @@ def run_peer(kind: str, model: str, quick: bool, setting: str, limit: float, tmp
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def median_time(fn, repeats, warmup=0):
-    """Median wall time of ``repeats`` calls after ``warmup`` untimed ones (the first calls
-    after a compile pay for fresh memory pages)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def errors(pi, ref):

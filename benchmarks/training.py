@@ -8,24 +8,15 @@ search for 8,192 cards (dense and MoE), after compilation.
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import jax
 import numpy as np
 
 import markovsim  # noqa: F401
+from _timing import median_time
 from markovsim.training import (RECOMPUTE_CODES, SCHEDULE_CODES, LayerSplit, Plan, Recompute, Schedule,
                                 candidate_plans, evaluate_plans, load_plan, search_plans, step_time)
-
-
-def _median(fn, repeats=5):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -38,12 +29,12 @@ def main() -> None:
     t0 = time.perf_counter()
     jax.block_until_ready(evaluate_plans(w, hw, batch, efficiency=eff))
     compile_s = time.perf_counter() - t0
-    vec_s = _median(lambda: jax.block_until_ready(evaluate_plans(w, hw, batch, efficiency=eff)))
+    vec_s = median_time(lambda: jax.block_until_ready(evaluate_plans(w, hw, batch, efficiency=eff)), 5)
     # a larger batch (all candidates, valid or not) for throughput
     t0 = time.perf_counter()
     jax.block_until_ready(evaluate_plans(w, hw, plans, efficiency=eff))
     compile_big = time.perf_counter() - t0
-    big_s = _median(lambda: jax.block_until_ready(evaluate_plans(w, hw, plans, efficiency=eff)))
+    big_s = median_time(lambda: jax.block_until_ready(evaluate_plans(w, hw, plans, efficiency=eff)), 5)
     # the peer: the public step_time, one plan at a time
     scheds, recs = list(SCHEDULE_CODES), list(RECOMPUTE_CODES)
     sample = idx[:: max(1, n_vec // 200)][:200]
@@ -61,7 +52,7 @@ def main() -> None:
                 pass  # plans over the HBM limit: still evaluated
 
     loop()  # warm-up (compiles the scalar kernel)
-    loop_s = _median(loop, repeats=3)
+    loop_s = median_time(loop, 3)
     rate_loop = len(loop_plans) / loop_s
     rows = [
         ("vectorised, valid plans", n_vec, vec_s, n_vec / vec_s, compile_s),
@@ -75,8 +66,8 @@ def main() -> None:
     for name in ("pangu_ultra_135b_8k", "pangu_ultra_moe_718b_a2_8k"):
         s = load_plan(name)
         search_plans(s.workload, s.hardware, 8192, global_batch=s.plan.global_batch, efficiency=s.efficiency)
-        t = _median(lambda: search_plans(s.workload, s.hardware, 8192, global_batch=s.plan.global_batch,
-                                         efficiency=s.efficiency), repeats=3)
+        t = median_time(lambda: search_plans(s.workload, s.hardware, 8192, global_batch=s.plan.global_batch,
+                                             efficiency=s.efficiency), 3)
         r = search_plans(s.workload, s.hardware, 8192, global_batch=s.plan.global_batch, efficiency=s.efficiency)
         print(f"full plan search, {s.workload.name}, 8192 cards: {r.candidates} candidates, {r.valid} valid, "
               f"{t:.3f} s (after compilation); best step {r.breakdown.step_time:.3f} s, MFU {r.breakdown.mfu:.3f}")
