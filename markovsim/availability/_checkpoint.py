@@ -56,6 +56,16 @@ def _f(x):
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
+def _segment_args(interval, save_time, mtbf, restart_time, downtime):
+    """Check the arguments of a checkpointed segment (named in any error) and make them float."""
+    _checks.positive("interval", interval)
+    _checks.nonnegative("save_time", save_time)
+    _checks.positive("mtbf", mtbf)
+    _checks.nonnegative("restart_time", restart_time)
+    _checks.nonnegative("downtime", downtime)
+    return tuple(map(_f, (interval, save_time, mtbf, restart_time, downtime)))
+
+
 def young_interval(save_time, mtbf):
     r"""Young's first-order checkpoint interval :math:`\sqrt{2 C M}`.
 
@@ -140,12 +150,7 @@ def expected_segment_time(interval, save_time, mtbf, restart_time, downtime=0.0)
     Returns:
         Expected wall time, seconds, to complete :math:`\tau` of work and its save.
     """
-    _checks.positive("interval", interval)
-    _checks.nonnegative("save_time", save_time)
-    _checks.positive("mtbf", mtbf)
-    _checks.nonnegative("restart_time", restart_time)
-    _checks.nonnegative("downtime", downtime)
-    tau, c, m, r, d = map(_f, (interval, save_time, mtbf, restart_time, downtime))
+    tau, c, m, r, d = _segment_args(interval, save_time, mtbf, restart_time, downtime)
     return (m + d) * jnp.exp(r / m) * jnp.expm1((tau + c) / m)
 
 
@@ -206,10 +211,5 @@ def expected_ettr_first_order(interval, save_time, mtbf, restart_time, downtime=
     negative when failures are frequent (the approximation then no longer applies).
     Arguments as :func:`expected_segment_time`.
     """
-    _checks.positive("interval", interval)
-    _checks.nonnegative("save_time", save_time)
-    _checks.positive("mtbf", mtbf)
-    _checks.nonnegative("restart_time", restart_time)
-    _checks.nonnegative("downtime", downtime)
-    tau, c, m, r, d = map(_f, (interval, save_time, mtbf, restart_time, downtime))
+    tau, c, m, r, d = _segment_args(interval, save_time, mtbf, restart_time, downtime)
     return tau / (tau + c) * (1.0 - (r + d + 0.5 * (tau + c)) / m)

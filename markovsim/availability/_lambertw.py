@@ -98,7 +98,8 @@ _S_SERIES = (
 _SERIES_UP_TO = 0.5
 #: Taylor coefficients of u s^(k+1) for u = -log(1 - x) (the start of the Halley path).
 _U_SERIES = (1.0, 1.0 / 6.0, 1.0 / 36.0, 1.0 / 270.0, 1.0 / 4320.0, -1.0 / 17010.0, -139.0 / 5443200.0)
-_INV_FACT = tuple(1.0 / math.factorial(j + 2) for j in range(18))
+_INV_FACT = tuple(1.0 / math.factorial(j + 2) for j in range(18))  # phi(u) = u^2 sum (-u)^j/(j+2)!
+_EXP_SERIES = tuple(1.0 / math.factorial(k) for k in range(1, 11))  # expm1(d) = d sum d^k/(k+1)!
 
 
 def _horner(coefs, s):
@@ -111,18 +112,12 @@ def _horner(coefs, s):
 def _phi(u, em):
     """u + expm1(-u) without cancellation: the series sum_{k>=2} (-u)^k / k! below u = 1."""
     us = jnp.minimum(u, 1.0)
-    t = jnp.full_like(u, _INV_FACT[-1])
-    for a in _INV_FACT[-2::-1]:
-        t = t * (-us) + a
-    return jnp.where(u < 1.0, us * us * t, u + em)
+    return jnp.where(u < 1.0, -us * _horner(_INV_FACT, -us), u + em)
 
 
 def _expm1_small(d, terms):
     """expm1(d) by its Taylor polynomial, for |d| <= 0.1 (``terms`` = 10 gives 1e-17)."""
-    t = jnp.full_like(d, 1.0 / math.factorial(terms))
-    for k in range(terms - 1, 0, -1):
-        t = t * d + 1.0 / math.factorial(k)
-    return t * d
+    return _horner(_EXP_SERIES[:terms], d)
 
 
 def _halley_path(c):
