@@ -1,48 +1,46 @@
 """Pangu Ultra 135B pipeline bubble: 30.45 % (1F1B) -> 6.8 % (interleaved, VPP 6).
 
-Mechanism: bubble fraction = idle / total of the pipeline timeline,
-(p-1)/(m+p-1) for 1F1B and (p-1)/(v m + p-1) interleaved, with p = 8 stages, v = 6
-virtual stages and m = 2048 / 128 = 16 micro-batches per data-parallel replica; the
-explicit timeline simulator gives the same numbers block by block.
+Mechanism: bubble fraction = idle / total of the pipeline timeline, (p-1)/(m+p-1) for
+1F1B and (p-1)/(v m + p-1) interleaved, with p = 8 stages and v = 6 virtual stages; the
+explicit timeline simulator gives the same numbers block by block. The micro-batches per
+replica m are not published (the micro-batch size is not, and the global batch changed
+during training): m is solved from the 1F1B figure, and that value is then tested on the
+interleaved figure.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from markovsim.repro import Input, Row
+from markovsim.repro import ModelValue, cited, fitted
 from markovsim.training import pipeline_bubble_fraction, simulate_pipeline
 
 IDS = ["PU-BUBBLE-1F1B", "PU-BUBBLE-VPP6"]
 
+ONE_F_ONE_B = 0.3045  # source: public_inputs.md, Pangu Ultra 135B bubble with 1F1B
 
-def run(out_dir: Path) -> list[Row]:
-    pp, vpp, dp, gbs, mbs = 8, 6, 128, 2048, 1  # source: public_inputs.md, Pangu Ultra 135B
-    m = gbs // (dp * mbs)
-    inputs = [
-        Input("pipeline stages", pp, "1", "public_inputs.md: PP 8"),
-        Input("virtual stages", vpp, "1", "public_inputs.md: VPP 6"),
-        Input("data-parallel replicas", dp, "1", "public_inputs.md: DP 128"),
-        Input("global batch", gbs, "sequences", "public_inputs.md: global batch 2048"),
-        Input("micro-batch", mbs, "sequences", "public_inputs.md (derived): micro-batch 1"),
-    ]
-    rows = []
-    for rid, sched, v, reported in (("PU-BUBBLE-1F1B", "1f1b", 1, 0.3045),
-                                    ("PU-BUBBLE-VPP6", "interleaved", vpp, 0.068)):
+
+def run(out_dir: Path) -> list[ModelValue]:
+    pp, vpp = 8, 6  # source: public_inputs.md, PP 8, VPP 6
+    m = round((pp - 1) / ONE_F_ONE_B - (pp - 1))  # (p-1)/(m+p-1) = 30.45 %, whole micro-batches
+    m_input = fitted("micro-batches per data-parallel replica", m, "1", on="PU-BUBBLE-1F1B",
+                     how=f"solved (p-1)/(m+p-1) = 30.45 % for m ({(pp - 1) / ONE_F_ONE_B - (pp - 1):.3f}) and rounded; "
+                         "it agrees with global batch 2048 / DP 128 at micro-batch 1, a micro-batch size the "
+                         "report does not give")
+    out = []
+    for key, sched, v in (("PU-BUBBLE-1F1B", "1f1b", 1), ("PU-BUBBLE-VPP6", "interleaved", vpp)):
         closed = pipeline_bubble_fraction(sched, pp, m, virtual_stages=v)
         simulated = simulate_pipeline(sched, pp, m, virtual_stages=v).bubble_fraction
-        tol = 0.0005
-        rows.append(Row(
-            id=rid, quantity=f"Pangu Ultra 135B pipeline bubble, {sched} (v={v})", reported=reported,
-            model=closed, unit="1", tolerance=tol,
-            status="reproduced" if abs(closed - reported) <= tol and abs(simulated - closed) < 1e-12 else "inconsistent",
+        inputs = [cited("pipeline stages", pp, "1", "public_inputs.md: PP 8"), m_input]
+        if v > 1:
+            inputs.append(cited("virtual stages", v, "1", "public_inputs.md: VPP 6"))
+        out.append(ModelValue(
+            key=key, model=float(closed), unit="1", quantity=f"bubble fraction, {sched} (p={pp}, v={v}, m={m})",
             inputs=inputs,
-            note=(f"m = {m}; closed form {closed:.5f} = {'7/23' if v == 1 else '7/103'}, timeline "
-                  f"simulation {simulated:.5f}. " + ("The report's 30.45 % differs from 7/23 = 30.43 % in the "
-                  "last digit (rounding in the source)." if v == 1 else "")),
-        ))
+            note=f"closed form {float(closed):.5f}, timeline simulation {float(simulated):.5f} "
+                 f"({'equal' if abs(float(simulated) - float(closed)) < 1e-12 else 'different'})."))
     _plot(out_dir, pp, m, vpp)
-    return rows
+    return out
 
 
 def _plot(out_dir: Path, pp: int, m: int, vpp: int) -> None:

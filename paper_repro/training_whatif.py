@@ -1,72 +1,81 @@
 """S-SIM-1: Sim2Train's named optimisations, as mechanisms.
 
 * AdaptPack (+4.5 % to +8.24 % throughput): balancing variable-length micro-batches in the
-  pipeline. The gain depends on how unequal the micro-batches' work is (the coefficient of
-  variation, CV), which is not published: the rows give the prediction at an assumed CV and
-  the CVs that produce the two published ends.
+  pipeline. The gain depends on how unequal the micro-batches' work is (its coefficient of
+  variation, CV), which is not published: swept over a stated range.
 * AdaptS/R (-89.84 % exposed communication, -3.25 % step): hiding send/receive behind
-  compute. The pair fixes the unpublished exposed share (3.25 / 89.84); the model's own
-  exposed PP send/receive share of the Pangu Ultra 135B step is compared with it.
+  compute. The 89.84 % is what the scheduler achieved (an input here: the scheduler itself is
+  not modelled); the step cut follows from the exposed send/receive share of the step, swept
+  over the two published plans and the link efficiency since the job is not named.
 * AdaptExpert (+7.5 % end to end): placing experts so that skewed routing loads the EP
-  devices evenly. The routing skew (Zipf exponent) is not published: the row gives the
-  prediction at an assumed skew and the skew that produces 7.5 %.
+  devices evenly. The routing skew (Zipf exponent) is not published: swept over a stated
+  range, with no value chosen.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from scipy.optimize import brentq
+import numpy as np
 
-from markovsim.repro import Input, Row
+from markovsim.repro import ModelValue, assumed, cited, inputs_from_model_file, sweep
 from markovsim.training import (adapt_expert_gain, adapt_pack_gain, adapt_sr_effect, expert_imbalance,
                                 flops_per_token, implied_exposed_share, load_plan, step_time)
 
 IDS = ["S-SIM-1"]
+ROOT = Path(__file__).resolve().parent.parent
+PACK_CV = (0.05, 0.1, 0.15, 0.2, 0.3)  # assumption: spread of micro-batch work after naive packing
+ZIPF = tuple(float(x) for x in np.linspace(0.0, 1.0, 21))  # assumption: routing skew left after balancing
+HIDDEN, STEP_CUT = 0.8984, 0.0325  # source: S-SIM-1
 
-PACK_CV = 0.10  # assumption: +-10 % spread of micro-batch work (attention ~ length^2) after naive packing
-ZIPF = 0.3  # assumption: mild routing skew left after auxiliary-loss balancing
+
+def _plan_inputs(name):
+    return inputs_from_model_file(ROOT / "models" / "plans" / f"{name}.toml", root=ROOT, summary=True)
 
 
-def run(out_dir: Path) -> list[Row]:
-    rows = []
-    # --- AdaptPack on the Pangu Ultra 135B pipeline (p 8, m 16, interleaved VPP 6)
-    pp, m, v = 8, 16, 6  # source: public_inputs.md (Pangu Ultra 135B plan)
-    gain = lambda cv: adapt_pack_gain(pp, m, cv, schedule="interleaved", virtual_stages=v, draws=200)  # noqa: E731
-    g = gain(PACK_CV)
-    cv_lo = brentq(lambda c: gain(c) - 0.045, 0.005, 1.0, xtol=1e-4)
-    cv_hi = brentq(lambda c: gain(c) - 0.0824, 0.005, 1.0, xtol=1e-4)
-    pack_inputs = [Input("pipeline", "p 8, m 16, interleaved VPP 6", "", "public_inputs.md: Pangu Ultra 135B"),
-                   Input("micro-batch work CV", PACK_CV, "1", "assumption: not published")]
-    for reported, cv in ((0.045, cv_lo), (0.0824, cv_hi)):
-        rows.append(Row(
-            id="S-SIM-1", quantity="AdaptPack throughput gain", reported=reported, model=g, unit="1",
-            tolerance=[0.045, 0.0824], status="explained", inputs=pack_inputs,
-            note=(f"at CV {PACK_CV:.2f} the model predicts +{g:.2%}; a micro-batch work CV of {cv:.3f} "
-                  f"gives +{reported:.2%} (the published range needs CV {cv_lo:.3f} to {cv_hi:.3f})"),
-        ))
-    # --- AdaptS/R
-    spec = load_plan("pangu_ultra_135b_8k")
-    r = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
-    exposed_cut, step_cut = 0.8984, 0.0325  # source: S-SIM-1
-    share_pp = r.pp_exposed / r.step_time
-    share_all = (r.pp_exposed + r.tp_exposed + r.dp_exposed + r.ep_exposed) / r.step_time
-    implied = implied_exposed_share(step_cut, exposed_cut)
-    model_cut = adapt_sr_effect(share_pp, exposed_cut)
-    rows.append(Row(
-        id="S-SIM-1", quantity="AdaptS/R step-time cut", reported=step_cut, model=model_cut, unit="1",
-        tolerance=0.005, status="explained",
-        inputs=[Input("exposed communication hidden", exposed_cut, "1", "S-SIM-1"),
-                Input("plan", "pangu_ultra_135b_8k", "", "models/plans/pangu_ultra_135b_8k.toml"),
-                Input("PP send/receive overlap before", spec.efficiency.pp_overlap, "1",
-                      "assumption: none (models/plans)")],
-        note=(f"the two S-SIM-1 figures imply that exposed communication was {implied:.2%} of the step; the "
-              f"model's exposed PP send/receive is {share_pp:.2%} of the Pangu Ultra 135B step (all exposed "
-              f"communication {share_all:.2%}), so hiding 89.84 % of it cuts the step by {model_cut:.2%}. "
-              "Which communication AdaptS/R covered and on which job is not published: an exposed share of "
-              f"{implied:.2%} (between the model's PP-only and all-communication shares) produces the figure."),
-    ))
-    # --- AdaptExpert on Pangu Ultra MoE (256 experts, EP 32)
+def run(out_dir: Path) -> list[ModelValue]:
+    out = []
+    # AdaptPack on the Pangu Ultra 135B pipeline (p 8, m 16, interleaved VPP 6)
+    pp, m, v = 8, 16, 6  # source: public_inputs.md (Pangu Ultra 135B plan; m as PU-BUBBLE-1F1B)
+
+    def pack(cv):
+        return adapt_pack_gain(pp, m, cv, schedule="interleaved", virtual_stages=v, draws=200)
+
+    out.append(ModelValue(
+        key="S-SIM-1/adaptpack", model=None, unit="1",
+        quantity="throughput gain of balanced micro-batches, Pangu Ultra 135B pipeline (p 8, m 16, VPP 6)",
+        inputs=[cited("pipeline", "p 8, VPP 6", "", "public_inputs.md: Pangu Ultra 135B"),
+                assumed("micro-batches per replica", m, "1", "as PU-BUBBLE-1F1B (2048 / 128 at micro-batch 1)"),
+                assumed("micro-batch work CV", "0.05 to 0.3", "1", "not published; attention cost grows with the "
+                        "square of the sequence length, so packed long sequences spread by several tenths at most")],
+        sweep=sweep(pack, cv=PACK_CV),
+        note="the job of the published range is not named; the 135B pipeline stands in for it."))
+
+    out.append(ModelValue(key="S-SIM-1/adaptsr-exposed", model=None, unit="1",
+                          note="how much communication the AdaptS/R scheduler hides is an outcome of its algorithm, "
+                               "which is not modelled; the figure enters the step-cut row as an input."))
+
+    def sr(plan, bandwidth):
+        spec = load_plan(plan)
+        eff = dataclasses.replace(spec.efficiency, bandwidth=bandwidth)
+        r = step_time(spec.workload, spec.hardware, spec.plan, efficiency=eff)
+        return adapt_sr_effect(r.pp_exposed / r.step_time, HIDDEN)
+
+    out.append(ModelValue(
+        key="S-SIM-1/adaptsr-step", model=sr("pangu_ultra_135b_8k", 0.8), unit="1",
+        quantity="89.84 % x the exposed pipeline send/receive share of the step",
+        inputs=_plan_inputs("pangu_ultra_135b_8k") + _plan_inputs("pangu_ultra_moe_718b_a2_8k") + [
+            cited("exposed communication hidden", HIDDEN, "1", "S-SIM-1"),
+            assumed("job", "Pangu Ultra 135B (or MoE 718B)", "", "not named; the two published plans"),
+            assumed("bandwidth efficiency", "0.8 (0.6 to 0.9)", "1", "not published")],
+        sweep=sweep(sr, plan=("pangu_ultra_135b_8k", "pangu_ultra_moe_718b_a2_8k"), bandwidth=(0.6, 0.8, 0.9)),
+        mechanism=(f"the two S-SIM-1 figures imply that exposed send/receive was "
+                   f"{implied_exposed_share(STEP_CUT, HIDDEN):.2%} of the step; the published plans expose less "
+                   "pipeline traffic (other communication, or another job, may be what AdaptS/R covered)"),
+        note="which communication AdaptS/R covered and on which job is not published."))
+
+    # AdaptExpert on Pangu Ultra MoE (256 experts, EP 32)
     moe = load_plan("pangu_ultra_moe_718b_a2_8k")
     rb = step_time(moe.workload, moe.hardware, moe.plan, efficiency=moe.efficiency)
     w = moe.workload
@@ -76,52 +85,17 @@ def run(out_dir: Path) -> list[Row]:
     routed_flop_share = 6 * routed / flops_per_token(w, recompute=moe.plan.recompute)[1]
     phi = (routed_flop_share * (rb.compute + rb.bubble) + rb.ep_exposed) / rb.step_time
     ep = moe.plan.ep
-    gain_at = lambda s: adapt_expert_gain(phi, expert_imbalance(256, ep, s), expert_imbalance(256, ep, s, balanced=True))  # noqa: E731
-    ge = gain_at(ZIPF)
-    s_star = brentq(lambda s: gain_at(s) - 0.075, 0.01, 1.0, xtol=1e-4)
-    rows.append(Row(
-        id="S-SIM-1", quantity="AdaptExpert end-to-end gain", reported=0.075, model=ge, unit="1",
-        tolerance=0.01, status="explained",
-        inputs=[Input("experts / EP", f"256 / {ep}", "", "public_inputs.md: Pangu Ultra MoE"),
-                Input("routed-expert share of the step", round(phi, 4), "1", "model: pangu_ultra_moe_718b_a2_8k"),
-                Input("routing skew (Zipf exponent)", ZIPF, "1", "assumption: not published")],
-        note=(f"at Zipf {ZIPF} random placement has max/mean device load {expert_imbalance(256, ep, ZIPF):.3f}, "
-              f"balanced placement {expert_imbalance(256, ep, ZIPF, balanced=True):.3f}: +{ge:.2%}; a Zipf "
-              f"exponent of {s_star:.3f} gives +7.5 %"),
-    ))
-    _plot(out_dir, g, model_cut, step_cut, ge)
-    return rows
 
+    def expert(zipf):
+        return adapt_expert_gain(phi, expert_imbalance(256, ep, zipf), expert_imbalance(256, ep, zipf, balanced=True))
 
-def _plot(out_dir: Path, pack: float, sr: float, sr_reported: float, expert: float) -> None:
-    """The three Sim2Train what-if gains: model (at the stated assumptions) against the reported figures."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    names = [f"AdaptPack\nthroughput gain\n(CV {PACK_CV:.2f})", "AdaptS/R\nstep-time cut\n(PP send/recv hidden)",
-             f"AdaptExpert\nend-to-end gain\n(Zipf {ZIPF})"]
-    model = 100 * np.array([pack, sr, expert])
-    reported = 100 * np.array([(0.045 + 0.0824) / 2, sr_reported, 0.075])
-    spread = 100 * np.array([(0.0824 - 0.045) / 2, 0.0, 0.0])  # source: S-SIM-1 range +4.5 % to +8.24 %
-    x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-    ax.bar(x - 0.2, model, 0.4, label="model (assumed CV / skew, see rows)")
-    ax.bar(x + 0.2, reported, 0.4, color="C1", label="reported, S-SIM-1 (AdaptPack: range, bar at its middle)")
-    ax.errorbar(x[:1] + 0.2, reported[:1], yerr=spread[:1], capsize=5, color="k", lw=1)
-    for xi, v in zip(x - 0.2, model):
-        ax.annotate(f"{v:.2f} %", (xi, v), xytext=(0, 3), textcoords="offset points", ha="center", fontsize="small")
-    labels = ["4.5-8.24 %", f"{reported[1]:.2f} %", f"{reported[2]:.2f} %"]
-    for xi, v, e, text in zip(x + 0.2, reported, spread, labels):
-        ax.annotate(text, (xi, v + e), xytext=(0, 3), textcoords="offset points", ha="center",
-                    fontsize="small")
-    ax.set_xticks(x, names)
-    ax.set_ylabel("gain [%]")
-    ax.set_title("Sim2Train optimisations: model vs reported (S-SIM-1)")
-    ax.set_ylim(0, 1.2 * max(model.max(), (reported + spread).max()))
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
-    fig.savefig(out_dir / "training_whatif.png", dpi=90)
-    plt.close(fig)
+    out.append(ModelValue(
+        key="S-SIM-1/adaptexpert", model=None, unit="1",
+        quantity="end-to-end gain of balanced expert placement, Pangu Ultra MoE 718B (256 experts, EP 32)",
+        inputs=_plan_inputs("pangu_ultra_moe_718b_a2_8k") + [
+            cited("experts / EP", f"256 / {ep}", "", "public_inputs.md: Pangu Ultra MoE"),
+            assumed("routing skew (Zipf exponent)", "0 to 1", "1", "not published; from perfectly balanced routing "
+                    "(0) to a classic Zipf law (1)")],
+        sweep=sweep(expert, zipf=ZIPF),
+        note=f"the routed-expert share of the step is {phi:.3f} (model of the 718B plan)."))
+    return out
