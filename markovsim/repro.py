@@ -637,6 +637,12 @@ def _md(text: Any) -> str:
 def _sweep_md(r: Row, e_holds: Callable[[Any], bool] | None) -> list[str]:
     s = r.sweep
     out = [f"- sweep over {', '.join(s.names)} ({len(s.points)} points):", ""]
+    if e_holds is not None:
+        hits = [p for p, v in zip(s.points, s.values) if e_holds(v)]
+        if hits and len(hits) < len(s.points):
+            where = "; ".join(f"{name} in {{{', '.join(_fmt(x) for x in dict.fromkeys(p[k] for p in hits))}}}"
+                              for k, name in enumerate(s.names))
+            out[0] = out[0][:-1] + f"; within tolerance at {len(hits)} points, with {where}:"
     out.append("  | " + " | ".join(s.names) + f" | model [{r.unit}] | within |")
     out.append("  |" + "---|" * (len(s.names) + 2))
     step = max(1, math.ceil(len(s.points) / 40))

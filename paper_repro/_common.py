@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
+from markovsim import HOUR
+from markovsim.availability import Effect, mode_rates
 from markovsim.repro import Input, inputs_from_model_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +66,18 @@ PHASES = ("detection", "isolation", "rescheduling", "comm_setup_base", "comm_set
 def tier_inputs(rel: str, tier: str, *extra: str) -> list[Input]:
     """The fields of one recovery tier that make up its duration (and ``extra`` fields)."""
     return file_inputs(rel, fields=tuple(f"tiers[{tier}].{k}" for k in PHASES) + extra)
+
+
+def mtbf_with_prediction(catalogue, shape, cards: int | None = None, *, hardware_only: bool = False):
+    """MTBF in hours of a job of ``cards`` cards as a function of the share of predictable
+    faults that predictive maintenance moves off (0 to 1); ``hardware_only`` leaves out
+    software faults."""
+    rates = mode_rates(catalogue, shape, cards)
+    keep = np.array([m.effect is Effect.INTERRUPT and not (hardware_only and m.component == "software")
+                     for m in catalogue.modes])
+    predictable = np.array([m.predictable for m in catalogue.modes])
+
+    def mtbf_h(coverage):
+        return 1.0 / float((rates * (1.0 - coverage * predictable))[keep].sum()) / HOUR
+
+    return mtbf_h

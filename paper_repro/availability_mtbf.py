@@ -13,16 +13,14 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from _common import ATLAS, CM384, GPU, cluster_inputs, path
+from _common import ATLAS, CM384, GPU, cluster_inputs, mtbf_with_prediction, path
 
 from markovsim import DAY, HOUR, YEAR
 from markovsim.availability import (
-    Effect,
     component_counts,
     interruption_rate,
     job_mtbf,
     load_cluster,
-    mode_rates,
     mtbf_doubling_ratio,
     superlinear_share_for_ratio,
 )
@@ -112,13 +110,7 @@ def run(out_dir: Path) -> list[ModelValue]:
             note="no job size is published, so no single model value is given: the band is over job sizes."))
 
     # S-MTBF-5: CloudMatrix384 supernode MTBF with predictive maintenance
-    rates = mode_rates(cat_cm, cm, 384)
-    interrupts = np.array([m.effect is Effect.INTERRUPT for m in cat_cm.modes])
-    predictable = np.array([m.predictable for m in cat_cm.modes])
-
-    def supernode_mtbf(coverage):
-        return 1 / float((rates * (1 - coverage * predictable))[interrupts].sum()) / HOUR
-
+    supernode_mtbf = mtbf_with_prediction(cat_cm, cm, 384)
     out.append(ModelValue(
         key="S-MTBF-5", model=supernode_mtbf(1.0), unit="h",
         quantity="MTBF of one 384-NPU supernode, predictable faults moved off",

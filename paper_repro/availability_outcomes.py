@@ -11,10 +11,11 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from _common import ATLAS, BASE, CM384, TIERED, cluster_inputs, file_inputs, path, tier_inputs
+from _common import (ATLAS, BASE, CM384, TIERED, cluster_inputs, file_inputs, mtbf_with_prediction, path,
+                     tier_inputs)
 
 from markovsim import DAY, HOUR, MINUTE
-from markovsim.availability import Effect, analyze, interruption_rate, load_cluster, load_model, mode_rates, simulate
+from markovsim.availability import analyze, interruption_rate, load_cluster, load_model, mode_rates, simulate
 from markovsim.repro import ModelValue, assumed, cited, sweep
 
 IDS = ["S-OUT-1", "S-OUT-2", "S-OUT-3", "S-SIM-3", "S-LIN-6", "PR-TRAIN-AVAIL", "PR-HW-MTBF", "PR-DETECT"]
@@ -141,13 +142,7 @@ def run(out_dir: Path) -> list[ModelValue]:
         note="a public cloud's jobs may not get every tier of the tiered file."))
 
     # PR-HW-MTBF: hardware MTBF of the 10K-card cluster, predictive maintenance on
-    rates = mode_rates(cat, atlas)
-    hw = np.array([m.effect is Effect.INTERRUPT and m.component != "software" for m in cat.modes])
-    pred = np.array([m.predictable for m in cat.modes])
-
-    def hw_mtbf(coverage):
-        return 1.0 / float((rates * (1 - coverage * pred))[hw].sum()) / HOUR
-
+    hw_mtbf = mtbf_with_prediction(cat, atlas, hardware_only=True)
     out.append(ModelValue(
         key="PR-HW-MTBF", model=hw_mtbf(1.0), unit="h",
         quantity="mean time between hardware interruptions, 10,240-card cluster, predictable faults moved off",

@@ -54,6 +54,7 @@ from markovsim.availability import (
 )
 from markovsim.training import (Scaling, load_plan, pipeline_bubble_fraction, pipeline_bubble_time, scale_plan,
                                 scaling_curve, simulate_pipeline, step_time)
+from tests.inference.test_properties import setups as inference_setups
 
 # --------------------------------------------------------------------------- MTBF scaling
 
@@ -177,25 +178,8 @@ def test_an_extra_faster_tier_never_lowers_goodput(model, shares):
 # --------------------------------------------------------------------------- recovery ladders (inference)
 
 
-@st.composite
-def fleets(draw):
-    """A fleet with N+1 headroom and tier durations ordered as in the published ladder."""
-    K = draw(st.integers(2, 4))
-    fleet = inf.Fleet(instances=K, cards_per_instance=draw(st.integers(2, 64)),
-                      card_fault_rate=draw(st.floats(0.05, 20.0)) / YEAR, soft_fault_share=draw(st.floats(0, 1)),
-                      demand=draw(st.floats(0.5, K - 1.0)), requests_per_s=1.0,
-                      inflight_requests=draw(st.floats(0, 100)))
-    slow = draw(st.floats(10 * MINUTE, 60 * MINUTE))
-    fast = draw(st.floats(1 * MINUTE, 0.9 * slow))
-    switch = draw(st.floats(5.0, 0.5 * fast))
-    tiers = inf.RecoveryTiers(
-        inf.InstanceRestart(slow), inf.HardwareRepair(draw(st.floats(HOUR, 100 * HOUR))),
-        token_retry=inf.TokenRetry(draw(st.floats(1.0, switch)), draw(st.floats(0, 1))),
-        fast_restart=inf.FastRestart(fast, draw(st.floats(0, 1))),
-        traffic_switch=inf.TrafficSwitch(switch, draw(st.floats(0, 1)), draw(st.floats(switch, slow))),
-        elastic=inf.ElasticContinuation(draw(st.floats(1.0, switch)), draw(st.floats(0, 1)),
-                                        draw(st.floats(10.0, fast))))
-    return fleet, tiers
+# fleets with N+1 headroom and tier durations ordered as in the published ladder
+fleets = inference_setups
 
 
 # A case that the thorough profile finds: a traffic switch that never works automatically
