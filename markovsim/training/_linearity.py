@@ -193,8 +193,10 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
     of ``cards`` is the baseline :math:`N_0`.
 
     Args:
-        workload, hardware, plan: the job; ``plan`` gives TP, PP, EP, CP and the schedule
-            (its ``dp`` and ``global_batch`` are replaced at each size).
+        workload: the model.
+        hardware: the accelerator and its links.
+        plan: TP, PP, EP, CP and the schedule (its ``dp`` and ``global_batch`` are replaced
+            at each size).
         cards: the sizes, the baseline first.
         batch: the batch rule, required: :class:`FixedGlobalBatch`,
             :class:`FixedReplicaBatch` or :class:`GlobalBatches`.
@@ -202,7 +204,10 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
             plan's global batch at every size; ``FIXED_REPLICA_BATCH`` gives the baseline the
             plan's global batch and holds its per-replica batch from there.
         efficiency: overlaps and usable memory.
-        jitter_cv, slow, ranks_per_node: stragglers, :func:`straggler_delay` over all cards.
+        jitter_cv: per-rank step-time jitter (coefficient of variation), for
+            :func:`straggler_delay` over all cards.
+        slow: the healthy/slow process of a node, or ``None``.
+        ranks_per_node: ranks per node (slow nodes are counted per node).
         goodput: a probability or a callable of the cards (failures).
         plan_changes: ``{cards: {field: value}}``, plan changes at a size (e.g. a smaller EP
             where the published one does not tile the baseline).
