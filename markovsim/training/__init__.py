@@ -1,8 +1,12 @@
-"""Sim2Train: step time, pipeline schedules, collectives, stragglers, linearity, what-ifs.
+"""Sim2Train: step time from operators, pipeline schedules, collectives, memory, stragglers,
+linearity, calibration against published runs, what-ifs.
 
 Conventions are documented in each private module: the pipeline bubble as the idle share of
-the pipeline timeline (``_pipeline``), parameter and FLOP counting (``_workload``), the
-alpha-beta collective costs (``_collectives``), and the step-time model (``_step``).
+the pipeline timeline (``_pipeline``), parameter and FLOP counting and the MFU conventions
+(``_workload``), the operators and their kernel model (``_operators``, ``_hardware``), the
+alpha-beta collective costs (``_collectives``), memory (``_memory``), the step-time model
+(``_step``), linearity and its batch rules (``_linearity``), calibration (``_calibrate``) and
+the ``train`` validation case (``_cases``).
 """
 
 from ._collectives import (
@@ -11,7 +15,13 @@ from ._collectives import (
     alpha_beta_time as alpha_beta_time,
     collective_time as collective_time,
 )
-from ._hardware import Efficiency as Efficiency, Hardware as Hardware, LinkLevel as LinkLevel
+from ._hardware import (
+    KERNEL_PARAMETERS as KERNEL_PARAMETERS,
+    Efficiency as Efficiency,
+    Hardware as Hardware,
+    KernelModel as KernelModel,
+    LinkLevel as LinkLevel,
+)
 from ._pipeline import (
     Block as Block,
     BlockTimes as BlockTimes,
@@ -21,7 +31,15 @@ from ._pipeline import (
     pipeline_bubble_time as pipeline_bubble_time,
     simulate_pipeline as simulate_pipeline,
 )
-from ._plan import LayerSplit as LayerSplit, Plan as Plan, validate_plan as validate_plan
+from ._plan import (
+    AttentionKernel as AttentionKernel,
+    LayerSplit as LayerSplit,
+    Plan as Plan,
+    Precision as Precision,
+    validate_plan as validate_plan,
+)
+from ._memory import MemoryBreakdown as MemoryBreakdown, memory_breakdown as memory_breakdown
+from ._operators import Operator as Operator, operator_table as operator_table
 from ._spec import (
     PlanSpec as PlanSpec,
     load_hardware as load_hardware,
@@ -29,19 +47,41 @@ from ._spec import (
     load_workload as load_workload,
 )
 from ._step import (
+    PLAN_KEYS as PLAN_KEYS,
     RECOMPUTE_CODES as RECOMPUTE_CODES,
     SCHEDULE_CODES as SCHEDULE_CODES,
     StepBreakdown as StepBreakdown,
+    breakdown_from as breakdown_from,
     evaluate_plans as evaluate_plans,
     step_time as step_time,
 )
 from ._linearity import (
+    BatchRule as BatchRule,
+    FixedGlobalBatch as FixedGlobalBatch,
+    FixedReplicaBatch as FixedReplicaBatch,
+    GlobalBatches as GlobalBatches,
+    LinearityBand as LinearityBand,
     Scaling as Scaling,
     ScalingCurve as ScalingCurve,
     effective_throughput as effective_throughput,
     linearity as linearity,
+    linearity_band as linearity_band,
     scale_plan as scale_plan,
     scaling_curve as scaling_curve,
+)
+from ._calibrate import (
+    DEFAULT_BOUNDS as DEFAULT_BOUNDS,
+    Calibration as Calibration,
+    Run as Run,
+    calibrate as calibrate,
+    predict as predict,
+    runs_from_cases as runs_from_cases,
+)
+from ._cases import (
+    OUTPUT_UNITS as OUTPUT_UNITS,
+    ROLES as ROLES,
+    breakdown_outputs as breakdown_outputs,
+    case_outputs as case_outputs,
 )
 from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans
 from ._straggler import (
@@ -62,25 +102,30 @@ from ._workload import (
     MLA as MLA,
     Attention as Attention,
     FFNKind as FFNKind,
+    FlopConvention as FlopConvention,
     MoE as MoE,
     ParameterCount as ParameterCount,
     Recompute as Recompute,
     Workload as Workload,
     flops_per_token as flops_per_token,
+    model_flops_per_token as model_flops_per_token,
     parameter_count as parameter_count,
 )
 
 __all__ = [
     "Algorithm", "Collective", "alpha_beta_time", "collective_time",
-    "Efficiency", "Hardware", "LinkLevel",
+    "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
-    "LayerSplit", "Plan", "validate_plan",
+    "AttentionKernel", "LayerSplit", "Plan", "Precision", "validate_plan",
+    "MemoryBreakdown", "memory_breakdown", "Operator", "operator_table",
     "PlanSpec", "load_hardware", "load_plan", "load_workload",
     "RECOMPUTE_CODES", "SCHEDULE_CODES", "StepBreakdown", "evaluate_plans", "step_time",
-    "MLA", "Attention", "FFNKind", "MoE", "ParameterCount", "Recompute", "Workload",
-    "flops_per_token", "parameter_count",
-    "Scaling", "ScalingCurve", "effective_throughput", "linearity", "scale_plan", "scaling_curve",
+    "MLA", "Attention", "FFNKind", "FlopConvention", "MoE", "ParameterCount", "Recompute", "Workload",
+    "flops_per_token", "model_flops_per_token", "parameter_count",
+    "BatchRule", "FixedGlobalBatch", "FixedReplicaBatch", "GlobalBatches", "LinearityBand",
+    "Scaling", "ScalingCurve", "effective_throughput", "linearity", "linearity_band", "scale_plan",
+    "scaling_curve",
     "SearchResult", "candidate_plans", "search_plans",
     "SlowNodes", "expected_max_standard_normal", "slow_node_probability", "straggler_delay",
     "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",

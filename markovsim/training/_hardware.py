@@ -1,15 +1,29 @@
-"""Hardware: one accelerator's peak rates and memory, and the hierarchy of links around it.
+r"""Hardware: one accelerator's peak rates and memory, its links, and its fitted kernel model.
 
 A :class:`LinkLevel` is one tier of the network: ``domain_size`` accelerators share it
-(8 in an Atlas 800T A2 node, 768 dies in a CloudMatrix384 supernode, the whole cluster
-for the scale-out network), each with ``bandwidth_bytes_per_s`` of its own to the others
-at that level (one direction) and a per-message latency ``latency_s``. Levels are ordered
-from the innermost; the last one must cover the whole cluster (``domain_size=0`` means
-unbounded).
+(8 in an HGX node, 72 in a GB200 NVL72 rack, the whole cluster for the scale-out network),
+each with ``bandwidth_bytes_per_s`` of its own to the others at that level **in one
+direction** and a per-message latency ``latency_s``. Model files must say which direction a
+quoted bandwidth is (``direction = "per-direction"`` or ``"bidirectional"``, the latter
+halved on reading): vendor sheets quote NVLink as the sum of both directions, NICs per
+direction, and mixing the two is a silent factor of 2. Levels are ordered from the
+innermost; the last one must cover the whole cluster (``domain_size=0`` means unbounded).
 
-Achievable efficiencies (the fraction of peak FLOP/s that dense matrix multiplications
-reach, and the fraction of a link's bandwidth collectives reach) are separate, named
-inputs of :class:`Efficiency`, never folded into the peaks.
+Peak rates are **dense** tensor-core rates (2:4 structured-sparsity figures, twice these on
+NVIDIA and AMD sheets, are never used): ``peak_flop_per_s`` for BF16/FP16 and
+``peak_fp8_flop_per_s`` for FP8 (``None`` where the accelerator has no FP8 rate above BF16).
+
+The :class:`KernelModel` turns operators into seconds (module ``_operators``): a GEMM of
+shape :math:`M \times N \times K` takes
+
+.. math:: t = \frac{2MNK}{P\,e_\text{gemm}} + k_\text{traffic}\,\frac{b\,(MK + KN + MN)}{B}
+
+(peak :math:`P`, HBM bandwidth :math:`B`, :math:`b` bytes per element), a smooth roofline
+whose achieved fraction of peak falls for small or thin matrices; fused attention runs at
+``attention_peak_fraction`` of peak; memory-bound operators at ``memory_bandwidth_fraction``
+of the HBM bandwidth; collectives at ``collective_bandwidth_fraction`` of the link
+bandwidth. Its values are **fitted** (:func:`markovsim.training.calibrate`) on published
+runs and written into the hardware preset with their spread, never typed in.
 """
 
 from __future__ import annotations
@@ -18,12 +32,12 @@ import dataclasses
 
 from .._errors import InvalidParameterError, check_positive, check_probability
 
-__all__ = ["LinkLevel", "Hardware", "Efficiency"]
+__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS"]
 
 
 @dataclasses.dataclass(frozen=True)
 class LinkLevel:
-    """One level of the link hierarchy."""
+    """One level of the link hierarchy (bandwidth per accelerator, one direction)."""
 
     name: str
     domain_size: int  # accelerators in one domain of this level (0: unbounded)
@@ -32,19 +46,74 @@ class LinkLevel:
 
 
 @dataclasses.dataclass(frozen=True)
+class KernelModel:
+    """Fitted constants that time operators on one accelerator (dimensionless).
+
+    Attributes:
+        gemm_peak_fraction: :math:`e_\\text{gemm}`, the fraction of peak a large GEMM reaches.
+        gemm_traffic: :math:`k_\\text{traffic}`, HBM traffic of a GEMM in units of its
+            operand and result sizes (tile re-reads and imperfect overlap; 0 = pure compute).
+        attention_peak_fraction: fraction of peak reached by a fused (flash) attention
+            kernel, forward and backward together, on the FLOPs it actually computes.
+        memory_bandwidth_fraction: fraction of HBM bandwidth reached by memory-bound
+            operators (norms, activations, softmax, optimizer).
+        collective_bandwidth_fraction: fraction of a link's bandwidth a collective reaches.
+        step_overhead_s: fixed host-side cost of one step (launches, synchronisation,
+            bookkeeping) that the operators do not cover, seconds.
+    """
+
+    gemm_peak_fraction: float = 0.8
+    gemm_traffic: float = 1.0
+    attention_peak_fraction: float = 0.5
+    memory_bandwidth_fraction: float = 0.7
+    collective_bandwidth_fraction: float = 0.8
+    step_overhead_s: float = 0.0
+
+    def validate(self, where: str = "kernels") -> "KernelModel":
+        for name in ("gemm_peak_fraction", "attention_peak_fraction", "memory_bandwidth_fraction",
+                     "collective_bandwidth_fraction"):
+            check_probability(f"{where}.{name}", getattr(self, name))
+            check_positive(f"{where}.{name}", getattr(self, name))
+        for name in ("gemm_traffic", "step_overhead_s"):
+            v = getattr(self, name)
+            if not (v == v and 0 <= v < float("inf")):
+                raise InvalidParameterError(f"{where}.{name}={v!r}: expected a finite value >= 0")
+        return self
+
+
+#: the names of the fittable kernel constants, in :class:`KernelModel` order
+KERNEL_PARAMETERS = tuple(f.name for f in dataclasses.fields(KernelModel))
+
+
+@dataclasses.dataclass(frozen=True)
 class Hardware:
-    """An accelerator and its links."""
+    """An accelerator, its links and (when fitted) its kernel model.
+
+    ``peak_flop_per_s`` is the dense BF16/FP16 tensor rate; ``peak_fp8_flop_per_s`` the dense
+    FP8 rate (``None``: no FP8 above BF16); ``kernels`` the fitted :class:`KernelModel`
+    (``None``: not fitted; a plan must then give ``efficiency.compute``).
+    """
 
     name: str
     peak_flop_per_s: float  # dense BF16
     hbm_bytes: float
     hbm_bandwidth_bytes_per_s: float
     levels: tuple[LinkLevel, ...]
+    peak_fp8_flop_per_s: float | None = None
+    kernels: KernelModel | None = None
 
     def validate(self) -> "Hardware":
         check_positive(f"{self.name}.peak_flop_per_s", self.peak_flop_per_s)
+        if self.peak_fp8_flop_per_s is not None:
+            check_positive(f"{self.name}.peak_fp8_flop_per_s", self.peak_fp8_flop_per_s)
+            if self.peak_fp8_flop_per_s < self.peak_flop_per_s:
+                raise InvalidParameterError(
+                    f"{self.name}.peak_fp8_flop_per_s={self.peak_fp8_flop_per_s!r}: expected at "
+                    f"least the BF16 rate {self.peak_flop_per_s!r} (omit it when there is no FP8 rate)")
         check_positive(f"{self.name}.hbm_bytes", self.hbm_bytes)
         check_positive(f"{self.name}.hbm_bandwidth_bytes_per_s", self.hbm_bandwidth_bytes_per_s)
+        if self.kernels is not None:
+            self.kernels.validate(f"{self.name}.kernels")
         if not self.levels:
             raise InvalidParameterError(f"{self.name}.levels: expected at least one link level")
         prev = 1
@@ -69,6 +138,11 @@ class Hardware:
                 "level must be unbounded (0), the scale-out network")
         return self
 
+    @property
+    def node_size(self) -> int:
+        """Accelerators in the innermost level's domain (a server or a rack)."""
+        return self.levels[0].domain_size or 1
+
     def level_for_span(self, span: int) -> int:
         """Index of the innermost level whose domain holds ``span`` consecutive accelerators."""
         for i, lv in enumerate(self.levels):
@@ -76,32 +150,59 @@ class Hardware:
                 return i
         return len(self.levels) - 1  # pragma: no cover
 
+    def replace(self, **changes) -> "Hardware":
+        return dataclasses.replace(self, **changes)
+
 
 @dataclasses.dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of peak, and how much communication hides behind compute.
+    """Software settings of a run: overlaps, usable memory, and two optional overrides.
 
-    ``compute``: fraction of peak FLOP/s reached by the model's kernels (MFU-relevant);
-    ``bandwidth``: fraction of a link's bandwidth a collective reaches; ``*_overlap``:
-    fraction of each communication kind hidden behind compute (0 = fully exposed);
-    ``usable_memory``: fraction of HBM available to weights, optimizer states and
-    activations (the rest: framework workspace, fragmentation, communication buffers).
+    Attributes:
+        compute: ``None`` (default): operators are timed by the hardware's fitted
+            :class:`KernelModel`. A number: the single-scalar model instead, every FLOP at
+            ``compute`` x peak (for hardware without a fitted kernel model, e.g. the Ascend
+            presets, whose plans state it as an assumption).
+        bandwidth: ``None``: the kernel model's collective fraction (0.8 without one); a
+            number overrides it.
+        tp_overlap, dp_overlap, ep_overlap, pp_overlap: fraction of each communication kind
+            hidden behind compute (0 = fully exposed). Under the DualPipe schedule,
+            ``ep_overlap`` is the share of the other micro-batch's compute available to hide
+            the all-to-all behind (DeepSeek-V3's forward/backward chunk pairing).
+        param_gather_overlap: fraction of the ZeRO parameter all-gather after the optimizer
+            step hidden behind the next forward (Megatron's ``overlap_param_gather``).
+        usable_memory: fraction of HBM available to weights, optimizer states and
+            activations (the rest: framework workspace, fragmentation, buffers).
+        data_loading_s: exposed data-loading time per step, seconds.
+        comm_sm_fraction: share of the accelerator's cores (SMs) given to communication
+            kernels while communication is hidden behind compute; that compute runs
+            :math:`1/(1-f)` slower (DeepSeek-V3: 20 of 132 SMs).
     """
 
-    compute: float = 0.6
-    bandwidth: float = 0.8
+    compute: float | None = None
+    bandwidth: float | None = None
     tp_overlap: float = 0.0
     dp_overlap: float = 0.9
     ep_overlap: float = 0.0
     pp_overlap: float = 0.0
+    param_gather_overlap: float = 0.0
     usable_memory: float = 0.9
+    data_loading_s: float = 0.0
+    comm_sm_fraction: float = 0.0
 
     def validate(self) -> "Efficiency":
-        check_probability("efficiency.compute", self.compute)
-        check_positive("efficiency.compute", self.compute)
-        check_probability("efficiency.bandwidth", self.bandwidth)
-        check_positive("efficiency.bandwidth", self.bandwidth)
+        for name in ("compute", "bandwidth"):
+            v = getattr(self, name)
+            if v is not None:
+                check_probability(f"efficiency.{name}", v)
+                check_positive(f"efficiency.{name}", v)
         check_probability("efficiency.usable_memory", self.usable_memory)
-        for name in ("tp_overlap", "dp_overlap", "ep_overlap", "pp_overlap"):
+        for name in ("tp_overlap", "dp_overlap", "ep_overlap", "pp_overlap", "param_gather_overlap"):
             check_probability(f"efficiency.{name}", getattr(self, name))
+        if not 0.0 <= self.comm_sm_fraction < 1.0:
+            raise InvalidParameterError(
+                f"efficiency.comm_sm_fraction={self.comm_sm_fraction!r}: expected a fraction in [0, 1)")
+        if not (self.data_loading_s >= 0 and self.data_loading_s < float("inf")):
+            raise InvalidParameterError(
+                f"efficiency.data_loading_s={self.data_loading_s!r}: expected a time >= 0 (seconds)")
         return self

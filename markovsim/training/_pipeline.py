@@ -64,6 +64,8 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer
 
 __all__ = [
+    "SCHEDULE_CODES",
+    "idle_per_stage",
     "Schedule",
     "BlockTimes",
     "Block",
@@ -184,6 +186,30 @@ def _check(sched: Schedule, pp, micro_batches, virtual_stages, times: BlockTimes
     return p, m, v
 
 
+#: integer code of each schedule (the order of :class:`Schedule`), for vectorised kernels
+SCHEDULE_CODES = {s: i for i, s in enumerate(Schedule)}
+
+
+def idle_per_stage(code, pp, virtual_stages, forward, backward_input, backward_weight, xp=np):
+    """The closed forms of the module table, vectorised: each stage's idle time for schedule
+    ``code`` (:data:`SCHEDULE_CODES`), ``pp`` stages, ``virtual_stages`` chunks and block
+    times ``forward``, ``backward_input``, ``backward_weight`` (per micro-batch, per stage).
+
+    ``xp`` is the array namespace (``numpy`` or ``jax.numpy``); the one copy of the formulas,
+    used by :func:`pipeline_bubble_time` and by the step-time kernel.
+    """
+    c = SCHEDULE_CODES
+    p, v = pp, virtual_stages
+    f, b, w = forward, backward_input, backward_weight
+    t = f + b + w
+    return xp.select(
+        [code == c[Schedule.GPIPE], code == c[Schedule.ONE_F_ONE_B], code == c[Schedule.INTERLEAVED],
+         code == c[Schedule.ZB_H1], code == c[Schedule.ZB_H2], code == c[Schedule.ZB_V]],
+        [(p - 1) * t, (p - 1) * t, (p - 1) * t / v, (p - 1) * (f + b - w), (p - 1) * f, (p - 1) * f / 2],
+        default=(p // 2 - 1) * f,
+    )
+
+
 def pipeline_bubble_time(schedule, pp, micro_batches, *, virtual_stages=1,
                          block_times: BlockTimes = _DEFAULT_TIMES) -> float:
     """Idle time of each stage in one iteration, in the unit of ``block_times``.
@@ -192,19 +218,8 @@ def pipeline_bubble_time(schedule, pp, micro_batches, *, virtual_stages=1,
     """
     sched = _schedule(schedule)
     p, m, v = _check(sched, pp, micro_batches, virtual_stages, block_times)
-    f, b, w = block_times.forward, block_times.backward_input, block_times.backward_weight
-    t = f + b + w
-    if sched in (Schedule.GPIPE, Schedule.ONE_F_ONE_B):
-        return (p - 1) * t
-    if sched is Schedule.INTERLEAVED:
-        return (p - 1) * t / v
-    if sched is Schedule.ZB_H1:
-        return (p - 1) * (f + b - w)
-    if sched is Schedule.ZB_H2:
-        return (p - 1) * f
-    if sched is Schedule.ZB_V:
-        return (p - 1) * f / 2
-    return (p // 2 - 1) * f
+    return float(idle_per_stage(SCHEDULE_CODES[sched], p, v, block_times.forward,
+                                block_times.backward_input, block_times.backward_weight))
 
 
 def pipeline_bubble_fraction(schedule, pp, micro_batches, *, virtual_stages=1,

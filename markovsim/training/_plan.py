@@ -17,7 +17,28 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "validate_plan"]
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Precision", "validate_plan"]
+
+
+class AttentionKernel(enum.Enum):
+    """How attention is computed: ``flash`` (fused, scores never in HBM, causal blocks
+    skipped) or ``unfused`` (score matrix materialised; softmax, mask and dropout as
+    memory-bound kernels, the Megatron-LM of 2021-2023 without ``--use-flash-attn``)."""
+
+    FLASH = "flash"
+    UNFUSED = "unfused"
+
+
+class Precision(enum.Enum):
+    """Number format of GEMMs (and of the expert dispatch) or of gradient reduction."""
+
+    BF16 = "bf16"
+    FP8 = "fp8"
+    FP32 = "fp32"
+
+    @property
+    def bytes(self) -> float:
+        return {Precision.BF16: 2.0, Precision.FP8: 1.0, Precision.FP32: 4.0}[self]
 
 
 class LayerSplit(enum.Enum):
@@ -31,7 +52,14 @@ class LayerSplit(enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A parallel plan. ``global_batch`` and ``micro_batch`` count sequences."""
+    """A parallel plan and the software choices of the run. ``global_batch`` and
+    ``micro_batch`` count sequences.
+
+    ``attention_kernel``: :class:`AttentionKernel`; ``precision``: GEMM number format
+    (``fp8`` runs GEMMs at the hardware's FP8 rate and dispatches MoE tokens in FP8);
+    ``grad_reduce``: the format gradients are reduced and accumulated in (Megatron-LM keeps
+    FP32 main gradients by default with BF16 training).
+    """
 
     tp: int
     pp: int
@@ -46,6 +74,9 @@ class Plan:
     schedule: Schedule = Schedule.ONE_F_ONE_B
     recompute: Recompute = Recompute.NONE
     layer_split: LayerSplit = LayerSplit.EVEN
+    attention_kernel: AttentionKernel = AttentionKernel.FLASH
+    precision: Precision = Precision.BF16
+    grad_reduce: Precision = Precision.FP32
 
     @property
     def world_size(self) -> int:
@@ -77,6 +108,11 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
     if z > 3:
         raise InvalidParameterError(f"plan.zero_stage={z}: expected 0, 1, 2 or 3")
     sched = _schedule(plan.schedule)
+    AttentionKernel(plan.attention_kernel)
+    if Precision(plan.precision) is Precision.FP32:
+        raise InvalidParameterError("plan.precision='fp32': expected 'bf16' or 'fp8' (the GEMM format)")
+    if Precision(plan.grad_reduce) is Precision.FP8:
+        raise InvalidParameterError("plan.grad_reduce='fp8': expected 'fp32' or 'bf16'")
     w = workload.validate()
     if w.heads % plan.tp:
         raise InvalidParameterError(

@@ -17,7 +17,7 @@ from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
 from ._plan import LayerSplit, Plan
-from ._step import RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, evaluate_plans
+from ._step import RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, kernel_constants
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["SearchResult", "candidate_plans", "search_plans"]
@@ -75,7 +75,8 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     uneven = (w.layers % (pp * v) != 0).astype(int)
     plans = dict(tp=tp, pp=pp, dp=np.maximum(dp, 1), ep=ep, cp=cp, v=v, mb=mb,
                  gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
-                 uneven=uneven, straggler=np.zeros(tp.shape))
+                 uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape), fp8=np.zeros(tp.shape),
+                 grad_bytes=np.full(tp.shape, 4.0))
     return plans, ok
 
 
@@ -102,5 +103,5 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                 sequence_parallel=bool(plans["sp"][i]), schedule=_SCHEDULES[int(plans["sched"][i])],
                 recompute=_RECOMPUTES[int(plans["rec"][i])],
                 layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN)
-    fields = {k: float(np.asarray(v)[i]) for k, v in out.items() if k != "fits"}
-    return SearchResult(plan, StepBreakdown(**fields), int(ok.size), int((ok & fits).sum()))
+    c = kernel_constants(workload, hardware, efficiency)
+    return SearchResult(plan, breakdown_from(out, c, plans["straggler"], i), int(ok.size), int((ok & fits).sum()))

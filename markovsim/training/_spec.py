@@ -4,6 +4,11 @@ Files live in ``models/workloads``, ``models/hardware`` and ``models/plans``; a 
 takes a path or the bare name of a file there (``"pangu_ultra_135b"``). Every number in
 those files carries a source comment. Reading is strict (unknown keys, missing units and
 bad values raise :class:`markovsim.SpecError` naming the file and the key).
+
+A plan names its workload and hardware by file (a path relative to the plan file, or a
+bare name of a shipped preset) or writes them inline as tables. The field readers
+(``_workload``, ``_hardware``, ``_plan_spec``) take a :class:`~markovsim._spec.Table` and a
+base directory, so a document held in memory is read the same way as a file.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from pathlib import Path
 
 from .._errors import MarkovsimError, SpecError
 from .._spec import Table, load_toml
-from ._hardware import Efficiency, Hardware, LinkLevel
+from ._hardware import Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
-from ._plan import LayerSplit, Plan
+from ._plan import AttentionKernel, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
 __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "MODELS_DIR"]
@@ -23,8 +28,10 @@ __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "MODELS_DI
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
-def _path(name_or_path, kind: str) -> Path:
+def _path(name_or_path, kind: str, base: Path | None = None) -> Path:
     p = Path(name_or_path)
+    if base is not None and not p.is_absolute() and (base / p).is_file():
+        return base / p
     if p.suffix == ".toml" or p.exists():
         return p
     return MODELS_DIR / kind / f"{name_or_path}.toml"
@@ -37,6 +44,10 @@ def _wrap(path: Path, fn):
         raise SpecError(f"{path}: {exc}") from None
     except MarkovsimError as exc:
         raise SpecError(f"{path}: {exc}") from None
+
+
+def _flag(t: Table, key: str, default: bool) -> bool:
+    return t.raw(key, default, types=(bool,))
 
 
 def _workload(t: Table) -> Workload:
@@ -52,7 +63,7 @@ def _workload(t: Table) -> Workload:
         m = t.table("moe")
         moe = MoE(m.integer("routed_experts", minimum=1), m.integer("shared_experts", minimum=0),
                   m.integer("top_k", minimum=1), m.integer("expert_ffn", minimum=1),
-                  m.integer("dense_layers", minimum=0))
+                  m.integer("dense_layers", minimum=0), m.integer("max_nodes_per_token", 0, minimum=0))
         m.finish()
     w = Workload(
         name=t.text("name"), layers=t.integer("layers", minimum=1), hidden=t.integer("hidden", minimum=1),
@@ -65,6 +76,8 @@ def _workload(t: Table) -> Workload:
         reported_total_params=float(t.raw("reported_total_params", 0.0, types=(int, float))) or None,
         reported_active_params=float(t.raw("reported_active_params", 0.0, types=(int, float))) or None,
         reported_params_tolerance=t.quantity("reported_params_tolerance", "ratio", 0.02),
+        tied_embeddings=_flag(t, "tied_embeddings", False), dropout=_flag(t, "dropout", False),
+        causal=_flag(t, "causal", True),
     )
     t.finish()
     return w.validate()
@@ -76,18 +89,46 @@ def load_workload(name_or_path) -> Workload:
     return _wrap(path, _workload)
 
 
+_DIRECTIONS = {"per-direction": 1.0, "bidirectional": 0.5}
+
+
+def _level(lv: Table) -> LinkLevel:
+    bw = lv.quantity("bandwidth", "bandwidth", strictly_positive=True)
+    direction = lv.text("direction", choices=tuple(_DIRECTIONS))
+    level = LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0), bw * _DIRECTIONS[direction],
+                      lv.quantity("latency", "time"))
+    lv.finish()
+    return level
+
+
+def _kernels(t: Table) -> KernelModel:
+    d = KernelModel()
+    kinds = {"step_overhead_s": None}
+    values = {}
+    for f in dataclasses.fields(KernelModel):
+        if f.name in kinds:
+            values[f.name] = t.quantity("step_overhead", "time", d.step_overhead_s)
+        else:
+            values[f.name] = t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0)
+    t.finish()
+    return KernelModel(**values)
+
+
 def _hardware(t: Table) -> Hardware:
     name = t.text("name")
-    peak = t.quantity("peak", "compute", strictly_positive=True)
+    if "peak" in t:
+        raise SpecError(f"{t.where + '.' if t.where else ''}peak: write the dense tensor rates as a table "
+                        "[peak_dense] with bf16 = \"... TFLOP/s\" (and fp8 = ...); sparse (2:4) rates are "
+                        "not used")
+    pk = t.table("peak_dense")
+    peak = pk.quantity("bf16", "compute", strictly_positive=True)
+    fp8 = pk.quantity("fp8", "compute", None, strictly_positive=True) if "fp8" in pk else None
+    pk.finish()
     hbm = t.quantity("hbm", "data", strictly_positive=True)
     hbm_bw = t.quantity("hbm_bandwidth", "bandwidth", strictly_positive=True)
-    levels = []
-    for lv in t.tables("levels"):
-        levels.append(LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0),
-                                lv.quantity("bandwidth", "bandwidth", strictly_positive=True),
-                                lv.quantity("latency", "time")))
-        lv.finish()
-    hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels))
+    levels = [_level(lv) for lv in t.tables("levels")]
+    kernels = _kernels(t.table("kernels")) if "kernels" in t else None
+    hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels)
     t.finish()
     return hw.validate()
 
@@ -110,36 +151,62 @@ class PlanSpec:
 
 def _efficiency(t: Table) -> Efficiency:
     d = Efficiency()
-    e = Efficiency(**{f.name: t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0, maximum=1.0)
-                      for f in dataclasses.fields(Efficiency)})
+    values = {}
+    for f in dataclasses.fields(Efficiency):
+        if f.name == "data_loading_s":
+            values[f.name] = t.quantity("data_loading", "time", d.data_loading_s)
+        elif f.name in ("compute", "bandwidth"):
+            values[f.name] = t.quantity(f.name, "ratio", None, minimum=0.0, maximum=1.0) if f.name in t else None
+        else:
+            values[f.name] = t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0, maximum=1.0)
     t.finish()
-    return e.validate()
+    return Efficiency(**values).validate()
+
+
+def _reference(t: Table, key: str, kind: str, reader, base: Path | None):
+    """A workload or hardware named by file (relative to ``base``, else a bare preset name)
+    or written inline as a table."""
+    value = t.raw(key, types=(str, dict))
+    if isinstance(value, dict):
+        return reader(Table(value, f"{t.where}.{key}" if t.where else key))
+    path = _path(value, kind, base)
+    return _wrap(path, reader)
+
+
+def _choice(t: Table, key: str, enum, default):
+    return enum(t.text(key, default.value, choices=tuple(x.value for x in enum)))
+
+
+def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
+    """The fields of a plan document (entry points: :func:`load_plan`, the ``train`` case
+    kind). ``name`` is optional (default: workload on hardware)."""
+    workload = _reference(t, "workload", "workloads", _workload, base)
+    hardware = _reference(t, "hardware", "hardware", _hardware, base)
+    plan = Plan(
+        tp=t.integer("tp", minimum=1), pp=t.integer("pp", minimum=1), dp=t.integer("dp", minimum=1),
+        global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
+        virtual_stages=t.integer("virtual_stages", 1, minimum=1), ep=t.integer("ep", 1, minimum=1),
+        cp=t.integer("cp", 1, minimum=1), zero_stage=t.integer("zero_stage", 1, minimum=0),
+        sequence_parallel=t.raw("sequence_parallel", True, types=(bool,)),
+        schedule=_choice(t, "schedule", Schedule, Schedule.ONE_F_ONE_B),
+        recompute=_choice(t, "recompute", Recompute, Recompute.NONE),
+        layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
+        attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
+        precision=_choice(t, "precision", Precision, Precision.BF16),
+        grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32),
+    )
+    eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
+    name = t.text("name", f"{workload.name} on {plan.world_size} x {hardware.name}")
+    t.finish()
+    from ._plan import validate_plan
+
+    validate_plan(workload, plan)
+    return PlanSpec(name, workload, hardware, plan, eff)
 
 
 def load_plan(name_or_path) -> PlanSpec:
     """Read a plan file (``models/plans/<name>.toml`` or a path) with its workload and
-    hardware (named by file name) and its efficiency inputs."""
+    hardware (files named relative to the plan file, bare preset names, or inline tables)
+    and its efficiency inputs."""
     path = _path(name_or_path, "plans")
-
-    def build(t: Table) -> PlanSpec:
-        workload = load_workload(t.text("workload"))
-        hardware = load_hardware(t.text("hardware"))
-        plan = Plan(
-            tp=t.integer("tp", minimum=1), pp=t.integer("pp", minimum=1), dp=t.integer("dp", minimum=1),
-            global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
-            virtual_stages=t.integer("virtual_stages", 1, minimum=1), ep=t.integer("ep", 1, minimum=1),
-            cp=t.integer("cp", 1, minimum=1), zero_stage=t.integer("zero_stage", 1, minimum=0),
-            sequence_parallel=t.raw("sequence_parallel", True, types=(bool,)),
-            schedule=Schedule(t.text("schedule", "1f1b", choices=tuple(s.value for s in Schedule))),
-            recompute=Recompute(t.text("recompute", "none", choices=tuple(r.value for r in Recompute))),
-            layer_split=LayerSplit(t.text("layer_split", "even", choices=tuple(x.value for x in LayerSplit))),
-        )
-        eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
-        spec = PlanSpec(t.text("name"), workload, hardware, plan, eff)
-        t.finish()
-        from ._plan import validate_plan
-
-        validate_plan(workload, plan)
-        return spec
-
-    return _wrap(path, build)
+    return _wrap(path, lambda t: _plan_spec(t, path.resolve().parent))

@@ -1,74 +1,108 @@
 r"""Step time, memory, MFU and HFU of one plan, in one vectorised kernel.
 
 .. math::
-    T_\text{step} = T_\text{compute} + T_\text{bubble} + \sum_k (1 - o_k)\, C_k
-                   + T_\text{optimizer} + T_\text{straggler}
+    T_\text{step} = T_\text{compute} + T_\text{bubble} + \sum_k E_k
+                   + T_\text{optimizer} + T_\text{grad norm} + T_\text{sync}
+                   + T_\text{overhead} + T_\text{data} + T_\text{straggler}
 
-for the pipeline stage that holds the most layers:
+for the pipeline stage that holds the most layers (the fullest stage, with the logits):
 
-* :math:`T_\text{compute}` = hardware FLOPs of the stage's share of one replica's tokens
-  / (peak x ``efficiency.compute``);
-* :math:`T_\text{bubble} = T_\text{compute}\, b / (m\,t)` with the per-stage idle time
-  :math:`b` of the schedule (:func:`pipeline_bubble_time`, F:B:W = 1:1:1);
-* communication :math:`C_k` of each kind, alpha-beta ring costs on the level of the link
-  hierarchy each group spans (bandwidth x ``efficiency.bandwidth``), with the overlapped
-  fraction :math:`o_k` hidden behind compute:
+* :math:`T_\text{compute} = m\, t_\text{mb}`, with :math:`t_\text{mb}` one micro-batch's
+  forward, backward and recomputation through the stage's layers (and, on the last stage,
+  the logits, the loss and any multi-token-prediction modules), timed operator by operator
+  (module ``_operators``) on the hardware's fitted kernel model; with ``efficiency.compute``
+  given instead, every hardware FLOP at that fraction of peak (the single-scalar model,
+  kept for hardware without a fitted kernel model). Communication hidden behind compute
+  takes ``comm_sm_fraction`` of the cores: the compute it overlaps runs
+  :math:`1/(1-f)` slower;
+* :math:`T_\text{bubble} = t_\text{mb}\, b/3`, the per-stage idle time :math:`b` of the
+  schedule in block units (:func:`~markovsim.training._pipeline.idle_per_stage`,
+  F:B:W = 1:1:1);
+* exposed communication :math:`E_k` of each kind, alpha-beta costs
+  (:mod:`~markovsim.training._collectives`) on the level of the link hierarchy each group
+  spans, at the collective bandwidth fraction:
 
   - TP: 2 forward + 2 backward collectives per layer per micro-batch on the activation
     (:math:`b\,s\,h` BF16 values / cp), all-gather + reduce-scatter with sequence
     parallelism, all-reduce without (same ring volume); full recomputation repeats the
-    2 forward ones; context parallelism (ring attention) adds, per layer and micro-batch,
-    :math:`3 (cp-1)` transfers of a K/V block (counted with TP and its overlap);
+    2 forward ones; context parallelism (ring attention) adds :math:`3 (cp-1)` transfers
+    of a K/V block per layer and micro-batch (counted with TP and its overlap);
   - EP: dispatch and combine all-to-alls, forward and backward, per MoE layer per
-    micro-batch, of :math:`k` copies of the rank's tokens;
+    micro-batch, of :math:`k` copies of the rank's tokens (dispatch in FP8 for FP8 runs).
+    When the group spans several nodes, each token crosses the scale-out network once per
+    remote node it is routed to (:math:`\min(k, M)` with node-limited routing to
+    :math:`M` nodes) and is forwarded to its experts inside the node; the two legs run
+    concurrently. Exposed: :math:`(1 - o_{ep})\,C_{ep}`; under DualPipe, whose paired
+    forward and backward chunks hide each other's all-to-all,
+    :math:`\max(0, C_{ep} - o_{ep} T_\text{compute})`;
   - PP: a send and a receive of the stage-boundary activation per chunk per micro-batch,
-    forward and backward;
-  - DP: the BF16 gradients of the stage, reduce-scatter + all-gather (= all-reduce)
-    over ``dp`` (dense weights) and over ``tp*cp*dp/ep`` (expert weights);
+    forward and backward, split over the TP ranks (the scatter/gather optimisation of
+    Narayanan et al. 2021, sec. 4.1, which sequence parallelism also gives);
+  - DP: gradients in the ``grad_reduce`` format, all-reduced (ZeRO 0) or reduce-scattered
+    (ZeRO 1-2; per micro-batch with ZeRO-3), hidden by ``dp_overlap``; ZeRO 1-2 then
+    all-gather the updated BF16 weights, hidden by ``param_gather_overlap``, ZeRO-3
+    gathers them twice per micro-batch (hidden by ``dp_overlap``). Each 40M-parameter
+    bucket pays the collective's latency (ring or tree, whichever is less);
 
-* :math:`T_\text{optimizer}`: an Adam update of the rank's (ZeRO-sharded) parameters,
-  memory-bound: 28 bytes of HBM traffic per parameter (fp32 master, moments, BF16 grad and
-  weight, read and written);
+* :math:`T_\text{optimizer}`: Adam over the rank's (ZeRO-sharded) parameters, memory-bound:
+  30 bytes of HBM traffic per parameter (FP32 master, two moments and main gradient read;
+  master and moments written, BF16 weight written);
+* :math:`T_\text{grad norm}`: reading the rank's gradient shard, plus an all-reduce of one
+  number over all ranks, :math:`2\lceil\log_2 N\rceil\alpha` (grows with scale);
+* :math:`T_\text{sync}`: the loss all-reduce over all ranks (the same latency) and, with
+  tied embeddings over pipeline stages, the embedding-gradient all-reduce between the
+  first and last stage;
+* :math:`T_\text{overhead}`: the kernel model's fixed per-step cost (launches,
+  synchronisation), fitted; :math:`T_\text{data}`: exposed data loading, given;
 * :math:`T_\text{straggler}`: given (seconds), e.g. from
   :func:`markovsim.training.straggler_delay`.
 
-Memory per rank (bytes): weights 2, gradients 2, optimizer states 12 per parameter
-(sharded over data parallelism by ZeRO stages 3, 2 and 1 respectively), plus the
-activations of the in-flight micro-batches on the first stage, per layer
-:math:`s\,b\,h\,(34 + 5 a s / h)/t` without recomputation, :math:`34\,s\,b\,h/t` with
-selective and :math:`2\,s\,b\,h/t` with full recomputation (Korthikanti et al. 2022, with
-sequence parallelism), must fit in ``efficiency.usable_memory`` x HBM.
+Memory per rank: module ``_memory`` (a number and ``fits``, never an error).
 
-MFU = model FLOPs per second per card / peak; HFU the same with hardware FLOPs.
+Outputs: tokens per second; MFU in the PaLM convention (:math:`6N` + attention without
+the mask), with causal attention (``mfu_causal``), :math:`6N` alone (``mfu_6n``) and
+Megatron-LM's recomputation form (``mfu_megatron``, 4 x forward); HFU with the FLOPs the
+plan computes; TFLOP/s per GPU in the PaLM and Megatron conventions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, check_nonnegative
-from ._hardware import Efficiency, Hardware
-from ._pipeline import Schedule, _schedule
-from ._plan import LayerSplit, Plan, validate_plan
-from ._workload import Recompute, Workload, flops_per_token, parameter_count
+from ._collectives import Algorithm, Collective, _one_level
+from ._hardware import Efficiency, Hardware, KernelModel
+from ._memory import activation_bytes_per_layer, in_flight, state_bytes
+from ._operators import kernel_model_constants, layer_times, workload_operator_constants
+from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
+from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
+from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
+    parameter_count
 
-__all__ = ["StepBreakdown", "step_time", "evaluate_plans", "workload_constants", "SCHEDULE_CODES",
-           "RECOMPUTE_CODES"]
+__all__ = ["StepBreakdown", "step_time", "evaluate_plans", "breakdown_from", "kernel_constants",
+           "SCHEDULE_CODES", "RECOMPUTE_CODES", "PLAN_KEYS"]
 
-SCHEDULE_CODES = {s: i for i, s in enumerate(Schedule)}
 RECOMPUTE_CODES = {r: i for i, r in enumerate(Recompute)}
 _BF16 = 2.0
-_ADAM_BYTES = 28.0
+_ADAM_BYTES = 30.0
+_BUCKET_PARAMS = 40e6
+#: the keys of the plan arrays :func:`evaluate_plans` takes
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "sp", "sched", "rec", "uneven",
+             "straggler", "attn", "fp8", "grad_bytes")
 
 
 @dataclasses.dataclass(frozen=True)
 class StepBreakdown:
-    """Where one step's time goes (seconds) and what it yields."""
+    """Where one step's time goes (seconds), what it yields, and its memory.
+
+    The step is the sum of ``compute``, ``bubble``, the four ``*_exposed`` terms,
+    ``optimizer``, ``grad_norm``, ``sync``, ``overhead``, ``data_loading`` and
+    ``straggler``. ``fits``: ``memory_bytes`` within the usable HBM.
+    """
 
     step_time: float
     compute: float
@@ -84,143 +118,222 @@ class StepBreakdown:
     mfu: float
     hfu: float
     communication_total: float  # before overlap
+    grad_norm: float = 0.0
+    sync: float = 0.0
+    overhead: float = 0.0
+    data_loading: float = 0.0
+    mfu_causal: float = 0.0
+    mfu_6n: float = 0.0
+    mfu_megatron: float = 0.0
+    tflops_per_gpu: float = 0.0  # PaLM convention, 1e12 FLOP/s
+    tflops_per_gpu_megatron: float = 0.0
+    usable_memory_bytes: float = 0.0
+    fits: bool = True
+
+    #: the time terms that add up to ``step_time``
+    PARTS = ("compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
+             "grad_norm", "sync", "overhead", "data_loading", "straggler")
 
 
-def workload_constants(workload: Workload, hardware: Hardware, efficiency: Efficiency) -> dict:
-    """The scalars the vectorised kernel needs (host-side, concrete)."""
+def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficiency = Efficiency()) -> dict:
+    """The scalars the vectorised kernel needs (host-side, concrete).
+
+    Raises:
+        InvalidParameterError: the hardware has no fitted kernel model and the efficiency
+            gives no single compute fraction.
+    """
     w = workload.validate()
     hardware.validate()
     efficiency.validate()
+    legacy = efficiency.compute is not None
+    if hardware.kernels is None and not legacy:
+        raise InvalidParameterError(
+            f"{hardware.name}: no fitted kernel model ([kernels] in the hardware file) and no "
+            "efficiency.compute: give one (a single fraction of peak, stated as an assumption) or "
+            "fit the kernel model with markovsim.training.calibrate")
+    kernels = hardware.kernels or KernelModel()
     pc = parameter_count(w)
-    flops = {r: flops_per_token(w, recompute=r) for r in Recompute}
+    hw_flops = np.array([flops_per_token(w, recompute=r)[1] for r in Recompute], float)
     lv = hardware.levels
     sizes = np.array([l.domain_size if l.domain_size else np.inf for l in lv], float)
-    return dict(
-        layers=float(w.layers), moe_layers=float(w.moe_layers), hidden=float(w.hidden),
-        heads=float(w.heads), seq=float(w.seq_len),
-        top_k=float(w.moe.top_k if w.moe else 0),
-        kv_values_per_token=float(2 * w.kv_heads * w.d_head if w.mla is None else
-                                  w.heads * (w.mla.qk_nope_head_dim + w.mla.qk_rope_head_dim + w.mla.v_head_dim)),
+    eff_bw = efficiency.bandwidth if efficiency.bandwidth is not None else kernels.collective_bandwidth_fraction
+    c = workload_operator_constants(w)
+    c.update(kernel_model_constants(hardware, kernels))
+    c.update(
         dense_params=pc.total - pc.expert_total, expert_params=pc.expert_total,
-        model_flops=flops[Recompute.NONE][0],
-        hw_flops=np.array([flops[r][1] for r in Recompute], float),
-        peak=hardware.peak_flop_per_s, hbm=hardware.hbm_bytes, hbm_bw=hardware.hbm_bandwidth_bytes_per_s,
+        tied=1.0 if w.tied_embeddings else 0.0,
+        flops_palm=model_flops_per_token(w, FlopConvention.PALM),
+        flops_causal=model_flops_per_token(w, FlopConvention.CAUSAL),
+        flops_6n=model_flops_per_token(w, FlopConvention.SIX_N),
+        flops_megatron=model_flops_per_token(w, FlopConvention.MEGATRON),
+        hw_flops=hw_flops, hbm=hardware.hbm_bytes,
         level_sizes=sizes, level_bw=np.array([l.bandwidth_bytes_per_s for l in lv], float),
-        level_lat=np.array([l.latency_s for l in lv], float),
-        eff_compute=efficiency.compute, eff_bw=efficiency.bandwidth,
+        level_lat=np.array([l.latency_s for l in lv], float), node_size=float(hardware.node_size),
+        eff_bw=float(eff_bw), legacy=1.0 if legacy else 0.0,
+        e_compute=float(efficiency.compute if legacy else 1.0),
         o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap,
-        o_pp=efficiency.pp_overlap, usable=efficiency.usable_memory,
+        o_pp=efficiency.pp_overlap, o_pg=efficiency.param_gather_overlap, usable=efficiency.usable_memory,
+        step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
+        comm_sm=efficiency.comm_sm_fraction, mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
     )
+    return c
 
 
-def _level(c, span):
-    idx = jnp.sum(span[..., None] > c["level_sizes"], axis=-1)
-    idx = jnp.minimum(idx, c["level_sizes"].shape[0] - 1)
+def _level(c, span, xp=jnp):
+    """(bandwidth at the collective fraction, latency) of the outermost level ``span``
+    consecutive ranks cross."""
+    idx = xp.sum(span[..., None] > c["level_sizes"], axis=-1)
+    idx = xp.minimum(idx, c["level_sizes"].shape[0] - 1)
     return c["level_bw"][idx] * c["eff_bw"], c["level_lat"][idx]
 
 
-def _ring(size, n, bw, lat, factor):
-    """factor 2 for all-reduce, 1 for reduce-scatter / all-gather / all-to-all."""
-    return jnp.where(n > 1, factor * ((n - 1) * lat + (n - 1) / n * size / bw), 0.0)
+def _ring(kind, size, n, bw, lat):
+    return _one_level(kind, size, n, lat, bw, Algorithm.RING)
 
 
-def _bubble_over_work(code, p, m, v):
-    """b / (m t) of each schedule, F:B:W = 1:1:1 (module ``_pipeline`` table)."""
-    s = SCHEDULE_CODES
-    per_stage = jnp.select(
-        [code == s[Schedule.GPIPE], code == s[Schedule.ONE_F_ONE_B], code == s[Schedule.INTERLEAVED],
-         code == s[Schedule.ZB_H1], code == s[Schedule.ZB_H2], code == s[Schedule.ZB_V]],
-        [3.0 * (p - 1), 3.0 * (p - 1), 3.0 * (p - 1) / v, 1.0 * (p - 1), 1.0 * (p - 1), 0.5 * (p - 1)],
-        default=1.0 * (p // 2 - 1),
-    )
-    return per_stage / (3.0 * m)
+def stage_shares(c, q, xp=jnp):
+    """Layers and parameters of the fullest pipeline stage and its rank."""
+    L = c["layers"]
+    chunks = q["pp"] * q["v"]
+    per_chunk = xp.where(q["uneven"] > 0, xp.ceil(L / chunks), L / chunks)
+    stage_layers = per_chunk * q["v"]
+    share = stage_layers / L
+    return dict(stage_layers=stage_layers, stage_share=share, moe_stage=c["moe_layers"] * share,
+                dense_rank=c["dense_params"] * share / q["tp"], expert_rank=c["expert_params"] * share / q["ep"],
+                edp=q["tp"] * q["cp"] * q["dp"] / q["ep"])
 
 
-def _kernel(c: dict, q: dict) -> dict:
-    """All plans at once: ``q`` holds arrays (tp, pp, dp, ep, cp, v, mb, gbs, zero, sp,
-    sched, rec, uneven, straggler); returns arrays."""
+def _bucket_latency(params, n, lat, factor, xp=jnp):
+    """Latency of the gradient buckets beyond the first (ring or tree per bucket)."""
+    buckets = xp.maximum(xp.ceil(params / _BUCKET_PARAMS), 1.0)
+    per = xp.minimum((n - 1.0), xp.ceil(xp.log2(xp.maximum(n, 1.0)) - 1e-12)) * lat * factor
+    return xp.where(n > 1, (buckets - 1.0) * per, 0.0)
+
+
+def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
+    """All plans at once: ``q`` holds arrays under :data:`PLAN_KEYS`; returns arrays.
+    Static switches: ``legacy``, the single-scalar compute model instead of the operators;
+    ``moe``, whether the workload has experts (without, the expert terms are left out)."""
     f = lambda k: jnp.asarray(q[k], dtype=float)  # noqa: E731
-    tp, pp, dp, ep, cp, v = f("tp"), f("pp"), f("dp"), f("ep"), f("cp"), f("v")
-    mb, gbs, zero, sp = f("mb"), f("gbs"), f("zero"), f("sp")
-    sched, rec = jnp.asarray(q["sched"]), jnp.asarray(q["rec"])
-    L, s, h = c["layers"], c["seq"], c["hidden"]
-    chunks = pp * v
-    per_chunk = jnp.where(f("uneven") > 0, jnp.ceil(L / chunks), L / chunks)
-    stage_layers = per_chunk * v  # the fullest stage
-    stage_share = stage_layers / L
+    q = {k: f(k) for k in PLAN_KEYS}
+    tp, pp, dp, ep, cp, v = q["tp"], q["pp"], q["dp"], q["ep"], q["cp"], q["v"]
+    mb, gbs, zero, sp = q["mb"], q["gbs"], q["zero"], q["sp"]
+    sched, rec = q["sched"], q["rec"].astype(int)
+    s, h = c["seq"], c["hidden"]
+    sh = stage_shares(c, q)
     m = gbs / (dp * mb)
-    tokens_replica = gbs * s / dp
+    world = tp * pp * dp * cp
+    # compute: operators, or one scalar efficiency
     hw_flops = jnp.asarray(c["hw_flops"])[rec]
-    compute = tokens_replica * hw_flops * stage_share / (tp * cp) / (c["peak"] * c["eff_compute"])
-    bubble = compute * _bubble_over_work(sched, pp, m, v)
-    # TP
+    if legacy:
+        t_mb = mb * s * hw_flops * sh["stage_share"] / (tp * cp) / (c["peak"] * c["e_compute"])
+    else:
+        lt = layer_times(c, q, jnp)
+        t_mtp = c["mtp"] * (jnp.where(c["mtp_moe"] > 0, lt["moe"], lt["dense"]) + lt["logit"])
+        t_mb = (sh["stage_layers"] - sh["moe_stage"]) * lt["dense"] + sh["moe_stage"] * lt["moe"] + lt["logit"] + t_mtp
+    compute = m * t_mb
+    one = jnp.ones_like(tp)
+    bubble = t_mb * idle_per_stage(sched, pp, v, one, one, one, xp=jnp) / 3.0
+    # TP (+ CP ring attention)
     act = mb * s * h * _BF16 / cp
     bw, lat = _level(c, tp)
     n_tp = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], 6.0, 4.0)
-    tp_comm = stage_layers * m * n_tp * _ring(act, tp, bw, lat, 2.0)
-    # CP (ring attention): each of cp-1 steps passes a K/V block, forward once, backward twice
+    tp_comm = sh["stage_layers"] * m * n_tp * _ring(Collective.ALL_REDUCE, act, tp, bw, lat)
     bw, lat = _level(c, tp * cp)
-    kv_block = mb * (s / cp) * c["kv_values_per_token"] * _BF16 / tp
-    tp_comm = tp_comm + stage_layers * m * 3.0 * (cp - 1) * (lat + kv_block / bw)
-    # EP
-    moe_stage = c["moe_layers"] * stage_share
-    bw, lat = _level(c, ep)
-    tokens_rank = mb * s / (tp * cp)
-    a2a = tokens_rank * c["top_k"] * h * _BF16
-    ep_comm = moe_stage * m * 4.0 * _ring(a2a, ep, bw, lat, 1.0)
-    # PP
+    kv_block = mb * (s / cp) * c["kv_heads"] * (c["d_qk"] + c["d_v"]) * _BF16 / tp
+    tp_comm = tp_comm + sh["stage_layers"] * m * 3.0 * (cp - 1) * (lat + kv_block / bw)
+    # EP all-to-all, node-limited routing across nodes
+    k = c["top_k"]
+    tokens = mb * s / (tp * cp)
+    n0 = c["node_size"]
+    bw_in, lat_in = _level(c, jnp.minimum(ep, n0))
+    bw_out, lat_out = _level(c, ep)
+    nodes = jnp.ceil(ep / n0)
+    remote = jnp.where(c["node_limit"] > 0, jnp.minimum(k, c["node_limit"]), k) * (1.0 - 1.0 / nodes)
+    disp = jnp.where(q["fp8"] > 0, 1.0, _BF16)
+
+    def a2a(copies_bytes):
+        inside = _ring(Collective.ALL_TO_ALL, tokens * k * copies_bytes, jnp.minimum(ep, n0), bw_in, lat_in)
+        across = tokens * remote * copies_bytes / bw_out + (nodes - 1.0) * lat_out
+        return jnp.where(ep > n0, jnp.maximum(inside, across), inside)
+
+    if moe:
+        ep_layer = a2a(h * disp) + 3.0 * a2a(h * _BF16)
+        ep_layer = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], ep_layer + a2a(h * disp) + a2a(h * _BF16),
+                             ep_layer)
+        ep_comm = jnp.where(ep > 1, sh["moe_stage"] * m * ep_layer, 0.0)
+    else:
+        ep_comm = jnp.zeros_like(tp)
+    # PP point-to-point
     bw, lat = _level(c, 2 * tp * cp * dp)
-    boundary = act / jnp.where(sp > 0, tp, 1.0)
+    boundary = act / tp  # scatter/gather over the TP ranks (Narayanan et al. 2021 sec. 4.1)
     pp_comm = jnp.where(pp > 1, 2.0 * m * v * (lat + boundary / bw), 0.0)
-    # DP
-    dense_rank = c["dense_params"] * stage_share / tp
-    expert_rank = c["expert_params"] * stage_share / ep
+    # DP: gradients, then (ZeRO 1-2) the updated weights
+    dense_rank, expert_rank, edp = sh["dense_rank"], sh["expert_rank"], sh["edp"]
+    n_dp = dp * cp
+    gb = q["grad_bytes"]
     bw, lat = _level(c, tp * cp * dp)
-    edp = tp * cp * dp / ep
-    dp_comm = (_ring(dense_rank * _BF16, dp * cp, bw, lat, 2.0)
-               + _ring(expert_rank * _BF16, edp, bw, lat, 2.0))
+    ar, rs, ag = Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.ALL_GATHER
+    grad_ar = _ring(ar, dense_rank * gb, n_dp, bw, lat)
+    grad_rs = _ring(rs, dense_rank * gb, n_dp, bw, lat)
+    gather = _ring(ag, dense_rank * _BF16, n_dp, bw, lat)
+    buckets = _bucket_latency(dense_rank, n_dp, lat, 2.0)
+    if moe:
+        grad_ar = grad_ar + _ring(ar, expert_rank * gb, edp, bw, lat)
+        grad_rs = grad_rs + _ring(rs, expert_rank * gb, edp, bw, lat)
+        gather = gather + _ring(ag, expert_rank * _BF16, edp, bw, lat)
+        buckets = buckets + _bucket_latency(expert_rank, edp, lat, 2.0)
+    z3 = zero >= 3
+    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs)) + buckets
+    dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
-    exposed_ep = (1 - c["o_ep"]) * ep_comm
+    ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
+    exposed_ep = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], ep_dual, (1 - c["o_ep"]) * ep_comm)
     exposed_pp = (1 - c["o_pp"]) * pp_comm
-    exposed_dp = (1 - c["o_dp"]) * dp_comm
-    # optimizer and memory
-    shard1 = jnp.where(zero >= 1, dp * cp, 1.0)
+    exposed_dp = (1 - c["o_dp"]) * dp_grad + jnp.where(z3, 1 - c["o_dp"], 1 - c["o_pg"]) * dp_param
+    # communication kernels hidden behind compute take SMs from it
+    hidden = (tp_comm - exposed_tp) + (ep_comm - exposed_ep) + (pp_comm - exposed_pp) + (dp_grad + dp_param - exposed_dp)
+    compute = compute + jnp.minimum(hidden, compute) * c["comm_sm"] / (1.0 - c["comm_sm"])
+    # per-step terms
+    shard1 = jnp.where(zero >= 1, n_dp, 1.0)
     eshard1 = jnp.where(zero >= 1, edp, 1.0)
     params_opt = dense_rank / shard1 + expert_rank / eshard1
-    optimizer = params_opt * _ADAM_BYTES / c["hbm_bw"]
-    shard = lambda stage, d, e: dense_rank / jnp.where(zero >= stage, d, 1.0) + expert_rank / jnp.where(zero >= stage, e, 1.0)  # noqa: E731
-    state_bytes = (_BF16 * shard(3, dp * cp, edp) + _BF16 * shard(2, dp * cp, edp)
-                   + 12.0 * shard(1, dp * cp, edp))
-    per_layer = jnp.select(
-        [rec == RECOMPUTE_CODES[Recompute.NONE], rec == RECOMPUTE_CODES[Recompute.SELECTIVE]],
-        [s * mb * h * (34.0 + 5.0 * c["heads"] * s / h) / (tp * cp), 34.0 * s * mb * h / (tp * cp)],
-        default=2.0 * s * mb * h / (tp * cp),
-    )
-    sc = SCHEDULE_CODES
-    in_flight = jnp.select(
-        [sched == sc[Schedule.GPIPE], sched == sc[Schedule.INTERLEAVED], sched == sc[Schedule.ZB_H2],
-         sched == sc[Schedule.DUALPIPE]],
-        [m, pp * (1.0 + (pp - 1) / (pp * v)), 2 * pp - 1.0, pp + 1.0],
-        default=pp,
-    )
-    in_flight = jnp.minimum(in_flight, m * jnp.where(sched == sc[Schedule.GPIPE], 1.0, v))
-    act_bytes = in_flight * per_layer * stage_layers / jnp.where(sched == sc[Schedule.GPIPE], 1.0, 1.0)
-    memory = state_bytes + act_bytes
-    straggler = jnp.asarray(q["straggler"], dtype=float)
-    step = compute + bubble + exposed_tp + exposed_ep + exposed_pp + exposed_dp + optimizer + straggler
-    world = tp * pp * dp * cp
+    optimizer = params_opt * _ADAM_BYTES / c["mem_bw"]
+    _, lat_world = _level(c, world)
+    reduce_scalar = 2.0 * jnp.ceil(jnp.log2(jnp.maximum(world, 1.0)) - 1e-12) * lat_world
+    norm_read = params_opt * gb / c["mem_bw"]
+    grad_norm = norm_read + reduce_scalar
+    bw_pp, _ = _level(c, 2 * tp * cp * dp)
+    embedding_sync = jnp.where((pp > 1) & (c["tied"] > 0), c["vocab"] * h / tp * gb / bw_pp, 0.0)
+    sync = reduce_scalar + embedding_sync
+    overhead = c["step_overhead"]
+    data_loading = c["data_loading"]
+    straggler = q["straggler"]
+    step = (compute + bubble + exposed_tp + exposed_ep + exposed_pp + exposed_dp + optimizer + grad_norm + sync
+            + overhead + data_loading + straggler)
+    # memory
+    weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp)
+    dense_act, moe_act = activation_bytes_per_layer(c, q, jnp)
+    act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
+    memory = weights + grads + opt_states + act_bytes
     tokens_per_s = gbs * s / step
-    mfu = tokens_per_s * c["model_flops"] / (world * c["peak"])
-    hfu = tokens_per_s * hw_flops / (world * c["peak"])
+    per_gpu = tokens_per_s / world
     return dict(step_time=step, compute=compute, bubble=bubble, tp_exposed=exposed_tp,
                 ep_exposed=exposed_ep, pp_exposed=exposed_pp, dp_exposed=exposed_dp,
-                optimizer=optimizer, straggler=straggler, memory_bytes=memory,
-                tokens_per_s=tokens_per_s, mfu=mfu, hfu=hfu,
-                communication_total=tp_comm + ep_comm + pp_comm + dp_comm,
-                fits=memory <= c["usable"] * c["hbm"])
+                optimizer=optimizer, grad_norm=grad_norm, sync=sync, memory_bytes=memory,
+                tokens_per_s=tokens_per_s, mfu=per_gpu * c["flops_palm"] / c["peak"],
+                hfu=per_gpu * hw_flops / c["peak"],
+                communication_total=tp_comm + ep_comm + pp_comm + dp_grad + dp_param,
+                fits=memory <= c["usable"] * c["hbm"], sharded=optimizer + norm_read)
 
 
-_jit_kernel = jax.jit(_kernel)
+_jit = jax.jit(_kernel, static_argnames=("legacy", "moe"))
+
+
+def _jit_kernel(c: dict, q: dict) -> dict:
+    """The compiled kernel, with the compute model and the expert terms chosen by the
+    constants."""
+    return _jit(c, q, legacy=bool(c["legacy"]), moe=bool(c["moe_layers"] > 0))
 
 
 def _plan_arrays(plan: Plan, straggler: float) -> dict:
@@ -228,7 +341,10 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)],
-                uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler)
+                uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
+                attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
+                fp8=int(Precision(plan.precision) is Precision.FP8),
+                grad_bytes=Precision(plan.grad_reduce).bytes)
 
 
 def _as_jax(c: dict) -> dict:
@@ -242,31 +358,47 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
 
     Args:
         workload: the model.
-        hardware: accelerator and link hierarchy.
+        hardware: accelerator, link hierarchy and fitted kernel model.
         plan: the parallel plan (validated here; errors name the violated constraint).
-        efficiency: achievable fractions and overlaps (named inputs, see
-            :class:`Efficiency`).
+        efficiency: overlaps and usable memory (see :class:`Efficiency`).
         straggler_s: expected straggler delay per step, seconds.
         world_size: if given, the plan must tile it exactly.
 
     Returns:
-        a :class:`StepBreakdown` (seconds, bytes, tokens per second, MFU, HFU).
+        a :class:`StepBreakdown` (seconds, bytes, tokens per second, MFU, HFU); a plan over
+        the usable HBM comes back with ``fits=False`` and its ``memory_bytes``.
 
     Raises:
-        InvalidParameterError: a plan that breaks a divisibility rule or does not fit in
-            the usable HBM.
+        InvalidParameterError: a plan that breaks a divisibility rule, or hardware without
+            a kernel model and no ``efficiency.compute``.
     """
     validate_plan(workload, plan, world_size=world_size)
     check_nonnegative("straggler_s", straggler_s, unit="s")
-    c = workload_constants(workload, hardware, efficiency)
-    out = {k: float(v) for k, v in _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s)).items()}
-    if not out.pop("fits"):
-        raise InvalidParameterError(
-            f"plan does not fit in HBM: {out['memory_bytes'] / 2**30:.1f} GiB per card needed, "
-            f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB usable "
-            f"({efficiency.usable_memory:.0%} of {hardware.hbm_bytes / 2**30:.0f} GiB on "
-            f"{hardware.name}); raise tp/pp/zero_stage, use recomputation or a smaller micro_batch")
-    return StepBreakdown(**out)
+    c = kernel_constants(workload, hardware, efficiency)
+    out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s))
+    return breakdown_from(out, c, straggler_s)
+
+
+def breakdown_from(out: dict, c: dict, straggler, index=()) -> StepBreakdown:
+    """The :class:`StepBreakdown` of one plan (``index``) of a kernel result, with the terms
+    the kernel does not return per plan (constants, and MFU in other conventions, which are
+    multiples of the PaLM one) filled in from the constants ``c``."""
+    v = {k: float(np.asarray(out[k])[index]) for k in _CORE}
+    mfu = v["mfu"]
+    ratio = lambda key: float(c[key]) / float(c["flops_palm"])  # noqa: E731
+    peak_t = float(c["peak"]) / 1e12
+    return StepBreakdown(
+        **v, straggler=float(np.asarray(straggler)[index]) if np.ndim(straggler) else float(straggler),
+        overhead=float(c["step_overhead"]), data_loading=float(c["data_loading"]),
+        mfu_causal=mfu * ratio("flops_causal"), mfu_6n=mfu * ratio("flops_6n"),
+        mfu_megatron=mfu * ratio("flops_megatron"), tflops_per_gpu=mfu * peak_t,
+        tflops_per_gpu_megatron=mfu * ratio("flops_megatron") * peak_t,
+        usable_memory_bytes=float(c["usable"]) * float(c["hbm"]), fits=bool(np.asarray(out["fits"])[index]))
+
+
+#: the fields :func:`evaluate_plans` returns per plan
+_CORE = ("step_time", "compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
+         "grad_norm", "sync", "memory_bytes", "tokens_per_s", "mfu", "hfu", "communication_total")
 
 
 def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
@@ -274,13 +406,21 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     """Evaluate many plans in one vectorised pass.
 
     Args:
-        plans: arrays of equal shape under the keys ``tp, pp, dp, ep, cp, v, mb, gbs, zero,
-            sp, sched, rec, uneven, straggler`` (``sched`` and ``rec`` as integer codes, see
-            :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`). No validity checks: the
+        plans: arrays of equal shape under :data:`PLAN_KEYS` (``sched`` and ``rec`` as
+            integer codes, see :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`; ``attn``
+            1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2; these
+            three default to flash, BF16 and FP32 when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
-        a dict of JAX arrays (the :class:`StepBreakdown` fields and ``fits``).
+        a dict of JAX arrays, one value per plan: ``step_time``, ``compute``, ``bubble``, the
+        four ``*_exposed`` terms, ``optimizer``, ``grad_norm``, ``sync``, ``memory_bytes``,
+        ``tokens_per_s``, ``mfu``, ``hfu``, ``communication_total``, ``fits`` and ``sharded``
+        (the per-step seconds ZeRO shards over data parallelism). The constant terms and the
+        other MFU conventions: :func:`breakdown_from` (or :func:`step_time` for one plan).
     """
-    c = workload_constants(workload, hardware, efficiency)
-    return _jit_kernel(_as_jax(c), {k: jnp.asarray(v) for k, v in plans.items()})
+    c = kernel_constants(workload, hardware, efficiency)
+    shape = np.shape(plans["tp"])
+    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0))
+    full.update(plans)
+    return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})

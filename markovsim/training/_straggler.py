@@ -10,7 +10,7 @@ both would be at most their sum):
 * *slow nodes*: each node alternates between healthy and slow as a two-state Markov
   process (rate ``slow_rate_per_s`` into slow, ``recovery_rate_per_s`` back); a slow node
   runs ``slowdown`` times slower and the whole step with it. With the stationary
-  probability :math:`q` of the slow state (from :func:`markovsim.stationary_distribution`)
+  probability :math:`q` of the slow state (from the engine's ``stationary_distribution``)
   and :math:`K` nodes, the expected delay is :math:`T (s - 1) (1 - (1 - q)^K)`.
 """
 
@@ -22,6 +22,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_positive
+from ..engine import stationary_distribution
 
 __all__ = ["SlowNodes", "expected_max_standard_normal", "slow_node_probability", "straggler_delay"]
 
@@ -58,11 +59,9 @@ def slow_node_probability(slow: SlowNodes) -> float:
     check_positive("slow.recovery_rate_per_s", slow.recovery_rate_per_s, unit="/s")
     if slow.slow_rate_per_s == 0:
         return 0.0
-    import markovsim
-
     a, b = slow.slow_rate_per_s, slow.recovery_rate_per_s
     Q = np.array([[-a, a], [b, -b]])
-    return float(np.asarray(markovsim.stationary_distribution(Q))[1])
+    return float(np.asarray(stationary_distribution(Q))[1])
 
 
 def straggler_delay(step_time_s: float, ranks: int, *, jitter_cv: float = 0.0,

@@ -12,18 +12,28 @@ Parameter count (weights only; biases none, RMSNorm scales counted)
     * two norms per layer and a final norm.
 
     *Active* parameters count the ``top_k`` routed experts and the shared experts of each
-    MoE layer instead of all of them. Multi-token-prediction (MTP) modules are reported
+    MoE layer instead of all of them. With ``tied_embeddings`` the output head is the input
+    embedding matrix (counted once; its matrix multiplication still costs FLOPs). Multi-token-prediction (MTP) modules are reported
     separately (:attr:`ParameterCount.mtp`) and are not part of the headline totals, as in
     the DeepSeek-V3 and Pangu Ultra MoE reports.
 
 FLOPs per token (the model-FLOPs convention of PaLM / Megatron-LM)
     Forward: :math:`2 N_{mm}` for the matrix multiplications, where :math:`N_{mm}` is the
     active parameter count less the input embedding (a lookup) and the norms, plus the
-    attention scores and values :math:`2 \cdot 2\, s\, n_q (d_{qk} + d_v)/2` per layer
-    counted without the causal mask (as PaLM and Megatron-LM do). Training (model FLOPs)
+    attention scores and values :math:`2 \cdot 2\, s\, n_q (d_{qk} + d_v)/2` per layer,
+    counted without the causal mask (as PaLM and Megatron-LM do) unless ``causal=True``,
+    which halves it (the FLOPs a causal kernel actually computes). Training (model FLOPs)
     = 3 x forward. Hardware FLOPs add recomputation: ``full`` one more forward, ``selective``
     one more attention-core forward (Korthikanti et al. 2022). MFU uses model FLOPs, HFU
     hardware FLOPs.
+
+Conventions (:class:`FlopConvention`), all per token of training
+    ``palm``: :math:`6 N_{mm}` + attention without the mask (PaLM's MFU, MegaScale, Llama 3);
+    ``causal``: the same with causal attention halved (DeepSeek-V3's and torchtitan's
+    causal variants); ``six_n``: :math:`6 N_{mm}` alone; ``megatron``: 4 x forward for the
+    transformer layers and 3 x for the logit layer (Narayanan et al. 2021, eq. 3:
+    :math:`96 B s l h^2 (1 + s/6h + V/16lh)`, the FLOPs of a run with full recomputation
+    whatever the run recomputed, so its TFLOP/s compare across recomputation settings).
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import enum
 from .._errors import InvalidParameterError, check_integer
 
 __all__ = ["Attention", "FFNKind", "MLA", "MoE", "Workload", "ParameterCount", "Recompute",
-           "parameter_count", "flops_per_token"]
+           "FlopConvention", "parameter_count", "flops_per_token", "model_flops_per_token"]
 
 
 class FFNKind(enum.Enum):
@@ -49,6 +59,15 @@ class FFNKind(enum.Enum):
 class Attention(enum.Enum):
     GQA = "gqa"  # multi-head / grouped-query attention (MHA when kv_heads == heads)
     MLA = "mla"  # multi-head latent attention
+
+
+class FlopConvention(enum.Enum):
+    """How model FLOPs are counted for MFU and TFLOP/s (module docstring)."""
+
+    PALM = "palm"
+    CAUSAL = "causal"
+    SIX_N = "six_n"
+    MEGATRON = "megatron"
 
 
 class Recompute(enum.Enum):
@@ -73,13 +92,16 @@ class MLA:
 @dataclasses.dataclass(frozen=True)
 class MoE:
     """Mixture-of-experts FFN: ``routed_experts`` of width ``expert_ffn``, ``top_k`` used per
-    token, ``shared_experts`` always used; the first ``dense_layers`` layers are dense."""
+    token, ``shared_experts`` always used; the first ``dense_layers`` layers are dense.
+    ``max_nodes_per_token``: node-limited routing (DeepSeek-V3: each token's experts lie on
+    at most 4 nodes; 0 = unlimited)."""
 
     routed_experts: int
     shared_experts: int
     top_k: int
     expert_ffn: int
     dense_layers: int
+    max_nodes_per_token: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +125,9 @@ class Workload:
     reported_total_params: float | None = None  # as published, for checks
     reported_active_params: float | None = None
     reported_params_tolerance: float = 0.02
+    tied_embeddings: bool = False  # output head shares the input embedding matrix
+    dropout: bool = False  # attention and hidden dropout in training (GPT-3-era models)
+    causal: bool = True  # causal (decoder) attention mask
 
     def validate(self) -> "Workload":
         """Check the architecture (concrete values); returns ``self``."""
@@ -148,7 +173,7 @@ class ParameterCount:
     total: float
     active: float
     embedding: float  # input embedding
-    output: float  # output head
+    output: float  # output head (0 when tied to the embedding)
     attention_per_layer: float
     dense_ffn_per_layer: float
     moe_per_layer: float  # all experts + router of one MoE layer
@@ -186,13 +211,14 @@ def parameter_count(workload: Workload) -> ParameterCount:
     else:
         moe_all = moe_act = expert_total = 0.0
     emb = w.vocab * h
+    heads = 1 if w.tied_embeddings else 2
     body = w.layers * (attn + norms) + w.dense_layers * dense_ffn
-    total = emb * 2 + h + body + w.moe_layers * moe_all
-    active = emb * 2 + h + body + w.moe_layers * moe_act
+    total = emb * heads + h + body + w.moe_layers * moe_all
+    active = emb * heads + h + body + w.moe_layers * moe_act
     # an MTP module: a projection of two hidden states, two norms, one (MoE if any) layer
     mtp_layer = attn + norms + (moe_all if w.moe is not None else dense_ffn)
     mtp = w.mtp_layers * (2 * h * h + 2 * h + mtp_layer)
-    return ParameterCount(float(total), float(active), float(emb), float(emb), float(attn),
+    return ParameterCount(float(total), float(active), float(emb), float(emb if heads == 2 else 0.0), float(attn),
                           float(dense_ffn), float(moe_all), float(moe_act), float(expert_total),
                           float(mtp))
 
@@ -207,27 +233,60 @@ def _attention_core_flops(w: Workload, seq_len: int) -> float:
     return w.layers * 2 * seq_len * w.heads * (dqk + dv)
 
 
+def _matmul_weights(w: Workload) -> float:
+    """Weights used in matrix multiplications per token (output head included, input
+    embedding lookup and norms excluded)."""
+    pc = parameter_count(w)
+    matmul = pc.active - pc.embedding - pc.output + w.vocab * w.hidden - (2 * w.layers + 1) * w.hidden
+    if w.attention is Attention.MLA:
+        matmul -= w.layers * (w.mla.q_lora_rank + w.mla.kv_lora_rank)
+    return float(matmul)
+
+
 def flops_per_token(workload: Workload, *, recompute: Recompute = Recompute.NONE,
-                    seq_len: int | None = None) -> tuple[float, float]:
+                    seq_len: int | None = None, causal: bool = False) -> tuple[float, float]:
     """Training FLOPs per token: ``(model_flops, hardware_flops)``.
 
     Args:
         workload: the model.
         recompute: activation recomputation (adds to hardware FLOPs only).
         seq_len: tokens per sequence (default: the workload's).
+        causal: count the attention core with the causal mask (half), as a causal kernel
+            computes it; default ``False``, the PaLM / Megatron-LM convention.
 
     Returns:
         model FLOPs (3 x forward) and hardware FLOPs (with recomputation), per token.
     """
     w = workload.validate()
     s = w.seq_len if seq_len is None else check_integer("seq_len", seq_len, minimum=1)
-    pc = parameter_count(w)
-    matmul = pc.active - pc.embedding - (2 * w.layers + 1) * w.hidden
-    if w.attention is Attention.MLA:
-        matmul -= w.layers * (w.mla.q_lora_rank + w.mla.kv_lora_rank)
-    core = _attention_core_flops(w, s)
+    matmul = _matmul_weights(w)
+    core = _attention_core_flops(w, s) * (0.5 if causal else 1.0)
     forward = 2 * matmul + core
     model = 3 * forward
     rec = Recompute(recompute)
     extra = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: forward}[rec]
     return float(model), float(model + extra)
+
+
+def model_flops_per_token(workload: Workload, convention: FlopConvention = FlopConvention.PALM, *,
+                          seq_len: int | None = None) -> float:
+    """Model FLOPs per trained token under ``convention`` (module docstring).
+
+    >>> from markovsim.training import Workload
+    >>> w = Workload("tiny", layers=2, hidden=8, ffn_hidden=16, heads=2, kv_heads=2, vocab=10, seq_len=4)
+    >>> model_flops_per_token(w, "megatron") > 4 / 3 * model_flops_per_token(w, "six_n")
+    True
+    """
+    w = workload.validate()
+    conv = FlopConvention(convention)
+    s = w.seq_len if seq_len is None else check_integer("seq_len", seq_len, minimum=1)
+    matmul = _matmul_weights(w)
+    core = _attention_core_flops(w, s)
+    if conv is FlopConvention.SIX_N:
+        return 6.0 * matmul
+    if conv is FlopConvention.CAUSAL:
+        return 6.0 * matmul + 3.0 * core / 2
+    if conv is FlopConvention.MEGATRON:
+        logits = 2.0 * w.vocab * w.hidden  # the logit layer is not recomputed
+        return 4.0 * (2 * matmul - logits + core) + 3.0 * logits
+    return 6.0 * matmul + 3.0 * core

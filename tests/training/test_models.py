@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import markovsim
-from markovsim.training import (MoE, Recompute, Workload, flops_per_token, load_hardware, load_plan,
-                                load_workload, parameter_count)
+from markovsim.training import (FFNKind, FlopConvention, MoE, Recompute, Workload, flops_per_token,
+                                load_hardware, load_plan, load_workload, model_flops_per_token, parameter_count)
 
 WORKLOADS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "models" / "workloads").glob("*.toml"))
 
@@ -36,7 +36,8 @@ def test_flops_per_token_is_six_n_plus_attention(name):
         dqk, dv = w.mla.qk_nope_head_dim + w.mla.qk_rope_head_dim, w.mla.v_head_dim
     else:
         dqk = dv = w.hidden // w.heads
-    six_n = 6 * (pc.active - pc.embedding - norms)
+    # the output head is a matrix multiplication even when tied to the embedding
+    six_n = 6 * (pc.active - pc.embedding - pc.output + w.vocab * w.hidden - norms)
     # PaLM: 6N + 12 L H Q T (Q = head dim, T = sequence), with (qk + v) / 2 for Q
     attention = 12 * w.layers * w.heads * (dqk + dv) / 2 * w.seq_len
     assert model == pytest.approx(six_n + attention, rel=1e-12)
@@ -75,6 +76,32 @@ def test_hardware_and_plans_load():
         assert spec.plan.world_size in (8192, 4096)
 
 
+def test_flop_conventions_by_hand():
+    # tiny MHA model: matmul weights per token and the attention core computed by hand
+    w = Workload("tiny", layers=2, hidden=8, ffn_hidden=16, heads=2, kv_heads=2, vocab=10, seq_len=4,
+                 ffn_kind=FFNKind.GELU)
+    matmul = 2 * (4 * 8 * 8 + 2 * 8 * 16) + 10 * 8
+    core = 2 * 2 * 4 * 2 * (4 + 4)  # layers x 2 s n_q (d_qk + d_v)
+    assert model_flops_per_token(w, "six_n") == 6 * matmul
+    assert model_flops_per_token(w, "palm") == 6 * matmul + 3 * core
+    assert model_flops_per_token(w, FlopConvention.CAUSAL) == 6 * matmul + 1.5 * core
+    assert model_flops_per_token(w, "megatron") == 4 * (2 * matmul - 2 * 10 * 8 + core) + 3 * 2 * 10 * 8
+    # the Megatron form is eq. 3 of Narayanan et al. 2021 for a GPT layer (no biases here)
+    g = Workload("gpt", layers=3, hidden=64, ffn_hidden=256, heads=4, kv_heads=4, vocab=96, seq_len=32,
+                 ffn_kind=FFNKind.GELU, tied_embeddings=True)
+    L, h, s, V = 3, 64, 32, 96
+    eq3 = 96 * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h)) / s  # per token (B s tokens)
+    assert model_flops_per_token(g, "megatron") == pytest.approx(eq3, rel=1e-12)
+    assert flops_per_token(g, causal=True)[0] < flops_per_token(g)[0]
+
+
+def test_tied_embeddings_count_once():
+    kw = dict(layers=2, hidden=8, ffn_hidden=16, heads=2, kv_heads=2, vocab=10, seq_len=4)
+    tied, untied = Workload("t", tied_embeddings=True, **kw), Workload("u", **kw)
+    assert parameter_count(untied).total - parameter_count(tied).total == 10 * 8
+    assert flops_per_token(tied) == flops_per_token(untied)
+
+
 def test_spec_errors_name_the_file_and_key(tmp_path):
     bad = tmp_path / "w.toml"
     bad.write_text('name = "x"\nlayers = 2\nhidden = 8\nffn_hidden = 16\nheads = 2\nkv_heads = 1\n'
@@ -83,4 +110,8 @@ def test_spec_errors_name_the_file_and_key(tmp_path):
         load_workload(bad)
     bad.write_text('name = "h"\npeak = 3\nhbm = "64 GiB"\nhbm_bandwidth = "1 TB/s"\n')
     with pytest.raises(markovsim.SpecError, match="peak"):
+        load_hardware(bad)
+    bad.write_text('name = "h"\nhbm = "64 GiB"\nhbm_bandwidth = "1 TB/s"\n[peak_dense]\nbf16 = "1 TFLOP/s"\n'
+                   '[[levels]]\nname = "x"\ndomain_size = 0\nbandwidth = "1 GB/s"\nlatency = "1 us"\n')
+    with pytest.raises(markovsim.SpecError, match="direction"):
         load_hardware(bad)

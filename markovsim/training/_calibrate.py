@@ -1,0 +1,211 @@
+r"""Calibrate, then validate: fit named kernel-model constants on measured runs.
+
+:func:`calibrate` fits the chosen :class:`~markovsim.training.KernelModel` constants of one
+accelerator by least squares on the log error of each run's reported output,
+
+.. math:: \min_\theta \sum_i \big(\log \hat y_i(\theta) - \log y_i\big)^2 ,
+
+with bounds on every constant (scipy's trust-region reflective ``least_squares``). The
+spread reported with each value is its standard error from the Jacobian at the optimum,
+:math:`\sqrt{\mathrm{diag}\,(J^\top J)^{-1}\, s^2}` with :math:`s^2` the residual variance
+(``nan`` when there are no more runs than constants), and each constant says whether it
+ended on a bound (then its spread means little and the fit should be read with care).
+
+Runs come from a case file (:func:`runs_from_cases`, cases with ``role = "fit"``), so the
+same file holds the runs a preset is fitted on and the held-out runs it is judged on; a
+held-out run is never passed to :func:`calibrate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from .._errors import InvalidParameterError, SpecError
+from .._spec import Table, parse_quantity
+from ._cases import ROLES, breakdown_outputs, case_spec
+from ._hardware import KERNEL_PARAMETERS, KernelModel
+from ._spec import PlanSpec
+from ._step import step_time
+
+__all__ = ["Run", "Calibration", "calibrate", "runs_from_cases", "predict", "DEFAULT_BOUNDS"]
+
+#: bounds of each constant during a fit
+DEFAULT_BOUNDS = {
+    "gemm_peak_fraction": (0.3, 1.0), "gemm_traffic": (0.0, 20.0), "attention_peak_fraction": (0.1, 1.0),
+    "memory_bandwidth_fraction": (0.2, 1.0), "collective_bandwidth_fraction": (0.2, 1.0),
+    "step_overhead_s": (0.0, 30.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One published run: its plan (with workload, hardware and efficiency), the output
+    reported, and the value (SI units; TFLOP/s outputs in units of 1e12 FLOP/s)."""
+
+    name: str
+    spec: PlanSpec
+    output: str
+    value: float
+    source: str = ""
+    role: str = "fit"
+
+
+def predict(run: Run, kernels: KernelModel | None = None) -> float:
+    """The model's value of ``run.output`` (with ``kernels`` in place of the preset's)."""
+    spec = run.spec
+    hw = spec.hardware if kernels is None else spec.hardware.replace(kernels=kernels)
+    b = step_time(spec.workload, hw, spec.plan, efficiency=spec.efficiency)
+    out = breakdown_outputs(spec, b)
+    if run.output not in out:
+        raise InvalidParameterError(f"run {run.name!r}: output {run.output!r} is not predicted; expected one of "
+                                    f"{', '.join(sorted(out))}")
+    return float(out[run.output])
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The result of :func:`calibrate`.
+
+    Attributes:
+        hardware: the accelerator's name.
+        params: the fitted constants' names.
+        values: fitted values (same order).
+        spread: standard errors (``nan`` when not determined).
+        on_bound: whether each value sits on a bound of its range.
+        kernels: the full fitted :class:`KernelModel`.
+        runs: the runs' names; ``residuals`` their log errors at the optimum.
+        success: whether the optimiser reported convergence.
+    """
+
+    hardware: str
+    params: tuple[str, ...]
+    values: tuple[float, ...]
+    spread: tuple[float, ...]
+    on_bound: tuple[bool, ...]
+    kernels: KernelModel
+    runs: tuple[str, ...]
+    residuals: tuple[float, ...]
+    success: bool
+
+    @property
+    def rms_log_error(self) -> float:
+        return float(np.sqrt(np.mean(np.square(self.residuals))))
+
+    def table(self) -> str:
+        """The fitted constants and the runs' errors as plain text."""
+        lines = [f"{self.hardware}: {len(self.runs)} fit runs, rms log error {self.rms_log_error:.4f}"]
+        for n, v, s, b in zip(self.params, self.values, self.spread, self.on_bound):
+            lines.append(f"  {n:32s} {v:10.4g} +- {s:.2g}" + ("  (on a bound)" if b else ""))
+        for n, r in zip(self.runs, self.residuals):
+            lines.append(f"  {n:60s} {100 * math.expm1(r):+7.2f} %")
+        return "\n".join(lines)
+
+
+def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel | None = None,
+              bounds: Mapping[str, tuple[float, float]] | None = None) -> Calibration:
+    """Fit the kernel-model constants ``params`` of one accelerator on ``runs``.
+
+    Args:
+        runs: measured runs, all on the same hardware (by name).
+        params: names from :data:`~markovsim.training.KERNEL_PARAMETERS`.
+        start: starting values (default: the hardware preset's kernel model, else the
+            :class:`KernelModel` defaults); constants not fitted keep these values.
+        bounds: ``{name: (low, high)}`` overriding :data:`DEFAULT_BOUNDS`.
+
+    Returns:
+        a :class:`Calibration`.
+
+    Raises:
+        InvalidParameterError: no runs, runs on different hardware, an unknown or repeated
+            parameter, a run marked ``holdout``.
+    """
+    runs = list(runs)
+    if not runs:
+        raise InvalidParameterError("runs: expected at least one measured run")
+    names = {r.spec.hardware.name for r in runs}
+    if len(names) > 1:
+        raise InvalidParameterError(f"runs: one accelerator per fit (kernel constants are per preset); got "
+                                    f"{', '.join(sorted(names))}")
+    held = [r.name for r in runs if r.role == "holdout"]
+    if held:
+        raise InvalidParameterError(f"runs: {', '.join(held)} marked holdout: a held-out run is never fitted on")
+    params = list(params)
+    unknown = [p for p in params if p not in KERNEL_PARAMETERS]
+    if unknown or len(set(params)) != len(params) or not params:
+        raise InvalidParameterError(f"params={params!r}: expected distinct names from {', '.join(KERNEL_PARAMETERS)}")
+    base = start or runs[0].spec.hardware.kernels or KernelModel()
+    lim = dict(DEFAULT_BOUNDS)
+    lim.update(bounds or {})
+    lo = np.array([lim[p][0] for p in params], float)
+    hi = np.array([lim[p][1] for p in params], float)
+    x0 = np.clip([getattr(base, p) for p in params], lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+    obs = np.array([r.value for r in runs], float)
+    if np.any(~np.isfinite(obs)) or np.any(obs <= 0):
+        raise InvalidParameterError("runs: every reported value must be positive and finite (log errors)")
+
+    def model(x):
+        k = dataclasses.replace(base, **dict(zip(params, map(float, x))))
+        return k, np.array([predict(r, k) for r in runs])
+
+    def residual(x):
+        return np.log(model(x)[1]) - np.log(obs)
+
+    fit = least_squares(residual, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4)
+    kernels, _ = model(fit.x)
+    n, p = len(runs), len(params)
+    spread = np.full(p, np.nan)
+    if n > p:
+        s2 = float(np.sum(fit.fun**2)) / (n - p)
+        try:
+            cov = np.linalg.inv(fit.jac.T @ fit.jac) * s2
+            spread = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        except np.linalg.LinAlgError:
+            pass
+    tol = 1e-6 * (hi - lo)
+    on_bound = tuple(bool(v <= a + t or v >= b - t) for v, a, b, t in zip(fit.x, lo, hi, tol))
+    return Calibration(runs[0].spec.hardware.name, tuple(params), tuple(map(float, fit.x)), tuple(map(float, spread)),
+                       on_bound, kernels, tuple(r.name for r in runs), tuple(map(float, fit.fun)), bool(fit.success))
+
+
+_META = ("name", "kind", "tolerance", "source", "expect")
+
+
+def _value(value, output: str, where: str) -> float:
+    if isinstance(value, dict):
+        value = value.get("value")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    kind = "time" if output.endswith("_s") else "ratio"
+    return parse_quantity(value, kind, where=where)
+
+
+def runs_from_cases(path: str | Path, *, role: str = "fit") -> list[Run]:
+    """The runs of the ``train`` cases with ``role`` in a case file (one run per reported
+    output). Cases must be self-contained (no ``model_file``)."""
+    if role not in ROLES:
+        raise InvalidParameterError(f"role={role!r}: expected one of {', '.join(ROLES)}")
+    path = Path(path)
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    runs = []
+    for i, case in enumerate(data.get("case", [])):
+        if case.get("kind") != "train" or case.get("role", "check") != role:
+            continue
+        where = f"{path.name}: case[{i}]"
+        if "model_file" in case:
+            raise SpecError(f"{where}.model_file: runs_from_cases reads self-contained cases only")
+        model = Table({k: v for k, v in case.items() if k not in _META}, where)
+        spec, _, lin = case_spec(model)
+        for output, value in case.get("expect", {}).items():
+            if output == "linearity":
+                continue
+            runs.append(Run(f"{case.get('name', where)} [{output}]", spec, output,
+                            _value(value, output, f"{where}.expect.{output}"), case.get("source", ""), role))
+    return runs

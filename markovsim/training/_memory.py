@@ -1,0 +1,162 @@
+r"""Memory per rank: model states under ZeRO and activations from Korthikanti et al. (2022).
+
+Model states, bytes per parameter held by the rank (its share of the dense weights after
+tensor and pipeline parallelism, of the expert weights after expert parallelism):
+
+* weights: 2 (BF16), sharded over data parallelism with ZeRO-3; FP8 runs keep an FP8 copy
+  and its transpose, 2 more;
+* gradients: 4 (FP32 main gradients) or 2 (``grad_reduce = "bf16"``), sharded with ZeRO-2
+  and ZeRO-3;
+* optimizer: 12 (FP32 master weights, Adam's two moments), sharded with ZeRO-1 and up
+  (Megatron-LM's distributed optimizer is ZeRO-1).
+
+Tied embeddings are held once on the first and once on the last stage, which the
+fullest-stage share covers.
+
+Activations of one layer for one micro-batch of :math:`b` sequences (Korthikanti et al.
+2022, sec. 4, generalised to GQA, SwiGLU, MoE and models without dropout), in bytes per
+token:
+
+* attention: :math:`2h` (QKV input) + :math:`2 n_q d_{qk} + 2 n_{kv}(d_{qk} + d_v)` (Q, K,
+  V) + :math:`2 n_q d_v` (output-projection input) + :math:`h` (dropout mask, with dropout)
+  + :math:`5 n_q s` (unfused scores: softmax output 2, dropout mask 1, dropout output 2;
+  :math:`2 n_q s` without dropout; none for flash attention, which keeps :math:`4 n_q`
+  of log-sum-exp);
+* dense MLP: :math:`2h` + GELU :math:`4f` or SwiGLU :math:`6f` + :math:`h` (dropout mask);
+  MoE MLP: :math:`2h + k(4h + a f_e) + a f_e n_s` with :math:`a` = 4 (GELU) or 6 (SwiGLU);
+* two norms: :math:`4h`.
+
+For GPT-3-style layers (:math:`n_{kv} = n_q`, :math:`f = 4h`, dropout) this is the paper's
+:math:`34h + 5 a s`. With tensor parallelism :math:`t` and sequence parallelism everything
+is divided by :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
+inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
+Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
+``full`` keeps only each layer's input, :math:`2h` (divided by :math:`t` with sequence
+parallelism).
+
+The first pipeline stage holds the most: the activations of :math:`p` micro-batches of its
+:math:`L/p` layers under 1F1B (:math:`L` layers' worth), times :math:`1 + (p-1)/(p v)`
+interleaved (the paper's eq. for interleaving), :math:`m` micro-batches under GPipe.
+
+The result is a number and a ``fits`` flag against ``usable_memory`` x HBM: a plan that
+does not fit is reported, not refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._pipeline import SCHEDULE_CODES, Schedule
+from ._workload import Recompute
+
+__all__ = ["MemoryBreakdown", "memory_breakdown"]
+
+_REC = {r: i for i, r in enumerate(Recompute)}
+
+
+def activation_bytes_per_layer(c, q, xp):
+    """Bytes of activations of one (dense, MoE) layer for one micro-batch on one rank."""
+    t, cp, b = q["tp"], q["cp"], q["mb"]
+    h, s = c["hidden"], c["seq"]
+    T = b * s / cp
+    nq, nkv, dqk, dv = c["heads"], c["kv_heads"], c["d_qk"], c["d_v"]
+    drop = c["dropout"]
+    flash = q["attn"] == 0
+    scores = xp.where(flash, 4.0 * nq / s, nq * (2.0 + 3.0 * drop)) * s
+    attn_sharded = 2 * nq * dqk + 2 * nkv * (dqk + dv) + 2 * nq * dv + scores
+    replicated = h * (2.0 + 4.0 + 2.0 + 2.0 * drop)  # QKV input, norm inputs, MLP input, masks
+    a = c["act_bytes"]
+    dense_mlp = a * c["ffn"]
+    k = c["top_k"]
+    moe_mlp = k * (4.0 * h + a * c["expert_ffn"]) + a * c["expert_ffn"] * c["shared"]
+    rec = q["rec"]
+    selective = rec == _REC[Recompute.SELECTIVE]
+    attn_sharded = xp.where(selective, attn_sharded - scores, attn_sharded)
+    sp = q["sp"] > 0
+
+    def per_token(mlp):
+        sharded = attn_sharded + mlp
+        return xp.where(sp, (sharded + replicated) / t, sharded / t + replicated)
+
+    full = rec == _REC[Recompute.FULL]
+    inputs = xp.where(sp, 2.0 * h / t, 2.0 * h)
+    dense = T * xp.where(full, inputs, per_token(dense_mlp))
+    moe = T * xp.where(full, inputs, per_token(moe_mlp))
+    return dense, moe
+
+
+def in_flight(q, m, xp):
+    """Micro-batches whose activations the first stage holds, in units of one micro-batch
+    through the stage's layers."""
+    sc = SCHEDULE_CODES
+    sched, pp, v = q["sched"], q["pp"], q["v"]
+    n = xp.select(
+        [sched == sc[Schedule.GPIPE], sched == sc[Schedule.INTERLEAVED], sched == sc[Schedule.ZB_H2],
+         sched == sc[Schedule.DUALPIPE]],
+        [m, pp * (1.0 + (pp - 1) / (pp * v)), 2 * pp - 1.0, pp + 1.0],
+        default=pp,
+    )
+    return xp.minimum(n, m * xp.where(sched == sc[Schedule.GPIPE], 1.0, v))
+
+
+def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
+    """Weights, gradients and optimizer states of one rank, bytes (three arrays)."""
+    zero = q["zero"]
+    dp = q["dp"] * q["cp"]
+
+    def shard(stage, params, d):
+        return params / xp.where(zero >= stage, d, 1.0)
+
+    def both(stage):
+        return shard(stage, dense_rank, dp) + shard(stage, expert_rank, edp)
+
+    weights = 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * (dense_rank + expert_rank), 0.0)
+    grads = q["grad_bytes"] * both(2)
+    optimizer = 12.0 * both(1)
+    return weights, grads, optimizer
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per rank on the fullest (first) pipeline stage, and whether it fits.
+
+    ``usable_bytes`` = ``usable_memory`` x HBM; ``fits`` = ``total <= usable_bytes``.
+    """
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    total: float
+    usable_bytes: float
+    fits: bool
+
+
+def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBreakdown:
+    """Memory of ``plan`` per rank (module docstring), as a number with a ``fits`` flag.
+
+    >>> from markovsim.training import load_plan
+    >>> spec = load_plan("pangu_ultra_135b_8k")
+    >>> m = memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    >>> m.fits, round(m.total / 2**30, 1) == round(m.weights / 2**30 + m.gradients / 2**30 + m.optimizer / 2**30 + m.activations / 2**30, 1)
+    (True, True)
+    """
+    from ._hardware import Efficiency
+    from ._step import _plan_arrays, kernel_constants, stage_shares
+
+    eff = Efficiency() if efficiency is None else efficiency
+    from ._plan import validate_plan
+
+    validate_plan(workload, plan)
+    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    sh = stage_shares(c, q, np)
+    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np)
+    dense, moe = activation_bytes_per_layer(c, q, np)
+    m = q["gbs"] / (q["dp"] * q["mb"])
+    act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
+    total = float(weights + grads + opt + act)
+    usable = eff.usable_memory * hardware.hbm_bytes
+    return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)

@@ -1,0 +1,283 @@
+r"""Compute from operators: each transformer layer as a list of GEMMs, attention and
+memory-bound kernels, each timed on the hardware's fitted :class:`KernelModel`.
+
+Per micro-batch of :math:`b` sequences of :math:`s` tokens, one rank of a plan with tensor
+parallelism :math:`t` and context parallelism :math:`c` holds :math:`T = b s / c` tokens.
+Its operators, forward (the backward of a GEMM is its two transposed products, twice the
+forward time, the same shape set):
+
+======================  ===========================================================  =====
+operator                shape :math:`M \times N \times K` (count)                     where
+======================  ===========================================================  =====
+QKV projection (GQA)    :math:`T \times (n_q + 2 n_{kv}) d / t \times h`               attn
+output projection       :math:`T \times h \times n_q d_v / t`                          attn
+MLA projections         :math:`T{\times}r_q{\times}h`, :math:`T{\times}n_q(d_n{+}d_r)/t{\times}r_q`,
+                        :math:`T{\times}(r_{kv}{+}d_r){\times}h`, :math:`T{\times}n_q(d_n{+}d_v)/t{\times}r_{kv}`  attn
+FFN in / out            :math:`T \times g f / t \times h`, :math:`T \times h \times f / t`  dense
+router                  :math:`T/t \times E \times h`                                  MoE
+routed experts          :math:`T k e / (t E) \times g f_e \times h` and back (x :math:`E/e`)  MoE
+shared experts          :math:`T/t \times g f_e n_s \times h` and back                 MoE
+logits                  :math:`T \times V / t \times h` (last stage)
+======================  ===========================================================  =====
+
+(:math:`g` = 2 for SwiGLU's gate and up projections, 1 for GELU.) Each GEMM costs
+:math:`2MNK/(P e_\text{gemm}) + k_\text{traffic}\, b_e (MK+KN+MN)/B` (module ``_hardware``),
+with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak and :math:`b_e` bytes
+per element; FP8 adds the casts of each GEMM's activation input (3 bytes per element read
+and written) as memory traffic.
+
+Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
+
+* ``flash``: forward :math:`\kappa F/(P e_\text{attn})`, backward twice that, with
+  :math:`\kappa = 1/2` for a causal mask (the kernel skips masked blocks), 1 otherwise;
+* ``unfused``: batched GEMMs :math:`QK^\top` (:math:`s/c \times s \times d_{qk}`) and
+  :math:`PV` (:math:`s/c \times d_v \times s`) on the GEMM model, plus softmax, mask and
+  dropout over the :math:`b (n_q/t)(s/c) s` scores as memory traffic: 4 bytes per score
+  forward and 6 backward, 5 and 5 more with attention dropout.
+
+Memory-bound operators, per token of the rank (with sequence parallelism the norms,
+residuals and dropouts act on :math:`T/t` tokens): two norms 8h bytes, two residual adds
+12h, hidden dropout 4h, the activation :math:`4f/t` (GELU) or :math:`6f/t` (SwiGLU), MoE
+permutations :math:`8hk` and expert activations; cross-entropy 16 bytes per logit on the
+last stage (forward and backward). Backward moves twice the forward bytes. All at
+``memory_bandwidth_fraction`` of HBM bandwidth.
+
+Recomputation repeats, in the backward: ``selective`` the attention core's forward,
+``full`` the whole layer's forward.
+
+All functions take dicts of arrays (``c``: workload and hardware constants, ``q``: plan
+arrays) and the array namespace, so the same formulas serve the vectorised kernel
+(``jax.numpy``) and :func:`operator_table` (``numpy``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._hardware import Hardware, KernelModel
+from ._plan import AttentionKernel, Plan, Precision, validate_plan
+from ._workload import Attention, FFNKind, Recompute, Workload
+
+__all__ = ["Operator", "operator_table", "workload_operator_constants"]
+
+_BF16 = 2.0
+#: recompute codes (the order of :class:`Recompute`)
+_REC = {r: i for i, r in enumerate(Recompute)}
+
+
+def workload_operator_constants(w: Workload) -> dict:
+    """Host-side scalars of a workload that the operator formulas need."""
+    mla = w.mla
+    gqa = mla is None
+    d = w.d_head if gqa else 0
+    moe = w.moe
+    return dict(
+        layers=float(w.layers), moe_layers=float(w.moe_layers), hidden=float(w.hidden),
+        ffn=float(w.ffn_hidden), gate=2.0 if w.ffn_kind is FFNKind.SWIGLU else 1.0,
+        act_bytes=6.0 if w.ffn_kind is FFNKind.SWIGLU else 4.0,
+        heads=float(w.heads), kv_heads=float(w.kv_heads if gqa else w.heads),
+        d_qk=float(d if gqa else mla.qk_nope_head_dim + mla.qk_rope_head_dim),
+        d_v=float(d if gqa else mla.v_head_dim),
+        mla=0.0 if gqa else 1.0,
+        q_rank=0.0 if gqa else float(mla.q_lora_rank), kv_rank=0.0 if gqa else float(mla.kv_lora_rank),
+        d_rope=0.0 if gqa else float(mla.qk_rope_head_dim), d_nope=0.0 if gqa else float(mla.qk_nope_head_dim),
+        vocab=float(w.vocab), seq=float(w.seq_len),
+        experts=float(moe.routed_experts) if moe else 1.0, top_k=float(moe.top_k) if moe else 0.0,
+        expert_ffn=float(moe.expert_ffn) if moe else 0.0, shared=float(moe.shared_experts) if moe else 0.0,
+        node_limit=float(moe.max_nodes_per_token) if moe else 0.0,
+        dropout=1.0 if w.dropout else 0.0, causal=1.0 if w.causal else 0.0,
+    )
+
+
+def _gemms(c, q, xp):
+    """Every forward GEMM of one layer of each type: ``(name, where, M, N, K, count)``;
+    ``where`` is ``attn`` (every layer), ``dense`` (dense FFN), ``moe`` (MoE FFN) or
+    ``logit`` (once per micro-batch on the last stage)."""
+    t, cp, b = q["tp"], q["cp"], q["mb"]
+    h, s = c["hidden"], c["seq"]
+    T = b * s / cp
+    Tm = T / t
+    nq, nkv, dqk, dv = c["heads"], c["kv_heads"], c["d_qk"], c["d_v"]
+    one = xp.ones_like(T)
+    mla = c["mla"]
+    g = c["gate"]
+    e = q["ep"]
+    k, E, fe, ns = c["top_k"], c["experts"], c["expert_ffn"], c["shared"]
+    local = E / e
+    Me = Tm * k / local
+    return [
+        ("qkv", "attn", T, (nq * dqk + nkv * (dqk + dv)) / t, h * one, one * (1 - mla)),
+        ("q_down", "attn", T, c["q_rank"] * one, h * one, one * mla),
+        ("q_up", "attn", T, nq * dqk / t, c["q_rank"] * one, one * mla),
+        ("kv_down", "attn", T, (c["kv_rank"] + c["d_rope"]) * one, h * one, one * mla),
+        ("kv_up", "attn", T, nq * (c["d_nope"] + dv) / t, c["kv_rank"] * one, one * mla),
+        ("attn_out", "attn", T, h * one, nq * dv / t, one),
+        ("ffn_in", "dense", T, g * c["ffn"] / t, h * one, one),
+        ("ffn_out", "dense", T, h * one, c["ffn"] / t, one),
+        ("router", "moe", Tm, E * one, h * one, one * (k > 0)),
+        ("expert_in", "moe", Me, g * fe * one, h * one, local * (k > 0)),
+        ("expert_out", "moe", Me, h * one, fe * one, local * (k > 0)),
+        ("shared_in", "moe", Tm, g * fe * ns * one, h * one, one * (ns > 0)),
+        ("shared_out", "moe", Tm, h * one, fe * ns * one, one * (ns > 0)),
+        ("logits", "logit", T, c["vocab"] / t, h * one, one),
+    ]
+
+
+def _gemm_time(M, N, K, count, peak, c, elem_bytes):
+    """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline)."""
+    flops = 2.0 * M * N * K
+    traffic = elem_bytes * (M * K + K * N + M * N)
+    return count * (flops / (peak * c["e_gemm"]) + c["k_traffic"] * traffic / c["hbm_bw"])
+
+
+def _attention_core(c, q, xp):
+    """Forward seconds of the attention core of one layer: ``(gemm_or_kernel, memory)`` and
+    the backward multiple of each."""
+    t, cp, b = q["tp"], q["cp"], q["mb"]
+    s = c["seq"]
+    heads = c["heads"] / t
+    sq = s / cp
+    flops = 2.0 * b * sq * s * heads * (c["d_qk"] + c["d_v"])
+    kappa = xp.where(c["causal"] > 0, 0.5, 1.0)
+    flash = flops * kappa / (c["peak"] * c["e_attn"])
+    count = b * heads
+    unfused = (_gemm_time(sq, s, c["d_qk"], count, c["peak"], c, _BF16)
+               + _gemm_time(sq, c["d_v"], s, count, c["peak"], c, _BF16))
+    scores = b * heads * sq * s
+    fwd_bytes = scores * (4.0 + 5.0 * c["dropout"])
+    bwd_bytes = scores * (6.0 + 5.0 * c["dropout"])
+    is_flash = q["attn"] == 0
+    fwd = xp.where(is_flash, flash, unfused + fwd_bytes / c["mem_bw"])
+    bwd = xp.where(is_flash, 2.0 * flash, 2.0 * unfused + bwd_bytes / c["mem_bw"])
+    return fwd, bwd
+
+
+def _elementwise_bytes(c, q, xp):
+    """Forward bytes of the memory-bound operators of one layer: ``(common, dense_ffn,
+    moe_ffn)`` and of the cross-entropy on the last stage."""
+    t, cp, b = q["tp"], q["cp"], q["mb"]
+    h = c["hidden"]
+    T = b * c["seq"] / cp
+    Te = xp.where(q["sp"] > 0, T / t, T)
+    common = Te * h * (8.0 + 12.0 + 4.0 * c["dropout"])
+    dense = T * c["act_bytes"] * c["ffn"] / t
+    Tm = T / t
+    k = c["top_k"]
+    moe = Tm * k * (8.0 * h + c["act_bytes"] * c["expert_ffn"]) + Tm * c["act_bytes"] * c["expert_ffn"] * c["shared"]
+    logits = T * 16.0 * c["vocab"] / t
+    return common, dense, moe, logits
+
+
+def layer_times(c, q, xp):
+    """Seconds per micro-batch on one rank: forward + backward (+ recomputation) of one
+    dense layer, of one MoE layer, and of the last stage's logits and loss."""
+    fp8 = q["fp8"] > 0
+    peak_gemm = xp.where(fp8, c["peak_fp8"], c["peak"])
+    elem = xp.where(fp8, 1.0, _BF16)
+    parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
+    casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
+    for _, where, M, N, K, count in _gemms(c, q, xp):
+        parts[where] = parts[where] + _gemm_time(M, N, K, count, peak_gemm, c, elem)
+        casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
+    core_f, core_b = _attention_core(c, q, xp)
+    common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, xp)
+    bw = c["mem_bw"]
+    attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw
+    dense_f = parts["dense"] + (dense_b + casts["dense"]) / bw
+    moe_f = parts["moe"] + (moe_b + casts["moe"]) / bw
+    attn_fb = 3.0 * (parts["attn"] + (common + casts["attn"]) / bw) + core_f + core_b
+    rec = q["rec"]
+    extra_attn = xp.select([rec == _REC[Recompute.SELECTIVE], rec == _REC[Recompute.FULL]],
+                           [core_f, attn_f], default=0.0)
+    full = rec == _REC[Recompute.FULL]
+    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.where(full, dense_f, 0.0)
+    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.where(full, moe_f, 0.0)
+    logit = 3.0 * (parts["logit"] + casts["logit"] / bw) + logit_b / bw
+    return dict(dense=dense_layer, moe=moe_layer, logit=logit)
+
+
+@dataclasses.dataclass(frozen=True)
+class Operator:
+    """One operator of a layer, per micro-batch on one rank.
+
+    Attributes:
+        name: the operator (``qkv``, ``attn_out``, ``ffn_in``, ``attention_core``, ...).
+        where: ``attn``, ``dense``, ``moe``, ``logit`` (which layers hold it) or
+            ``elementwise``.
+        shape: ``(M, N, K)`` of one GEMM (``None`` for other operators).
+        count: GEMMs of that shape (e.g. local experts).
+        flops: forward FLOPs, all counted GEMMs.
+        forward_s: forward seconds on the hardware's kernel model.
+        backward_s: backward seconds.
+    """
+
+    name: str
+    where: str
+    shape: tuple[float, float, float] | None
+    count: float
+    flops: float
+    forward_s: float
+    backward_s: float
+
+
+def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[Operator, ...]:
+    """The per-layer operator list of ``plan`` with shapes, FLOPs and times (module
+    docstring), for one micro-batch on one rank; operators absent from the model (MLA
+    projections of a GQA model, experts of a dense one) are left out.
+
+    Raises:
+        InvalidParameterError: the hardware has no fitted kernel model, or a bad plan.
+    """
+    from .._errors import InvalidParameterError
+    from ._step import _plan_arrays, kernel_constants
+
+    validate_plan(workload, plan)
+    if hardware.kernels is None:
+        raise InvalidParameterError(
+            f"{hardware.name}: no fitted kernel model ([kernels] in its file): the operator table "
+            "needs one")
+    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    fp8 = q["fp8"] > 0
+    peak = float(np.where(fp8, c["peak_fp8"], c["peak"]))
+    elem = 1.0 if fp8 else _BF16
+    rows = []
+    for name, where, M, N, K, count in _gemms(c, q, np):
+        cnt = float(count)
+        if cnt <= 0 or float(M) <= 0 or (where == "moe" and workload.moe is None):
+            continue
+        if where == "dense" and workload.moe is not None and workload.moe_layers == workload.layers:
+            continue
+        t = float(_gemm_time(M, N, K, count, peak, c, elem))
+        rows.append(Operator(name, where, (float(M), float(N), float(K)), cnt, float(2 * M * N * K * count),
+                             t, 2.0 * t))
+    core_f, core_b = _attention_core(c, q, np)
+    s, cp, b, t = c["seq"], q["cp"], q["mb"], q["tp"]
+    flops = float(2.0 * b * (s / cp) * s * (c["heads"] / t) * (c["d_qk"] + c["d_v"]))
+    rows.append(Operator("attention_core", "attn", None, 1.0, flops, float(core_f), float(core_b)))
+    common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, np)
+    bw = float(c["mem_bw"])
+    for name, where, by in (("norms_residuals_dropout", "attn", common), ("activation", "dense", dense_b),
+                            ("moe_permute_activation", "moe", moe_b), ("cross_entropy", "logit", logit_b / 3.0)):
+        if float(by) > 0 and not (where == "moe" and workload.moe is None):
+            rows.append(Operator(name, "elementwise", None, 1.0, 0.0, float(by) / bw, 2.0 * float(by) / bw))
+    return tuple(rows)
+
+
+def kernel_model_constants(hardware: Hardware, kernels: KernelModel) -> dict:
+    """The hardware scalars of the operator formulas (host side)."""
+    return dict(
+        peak=float(hardware.peak_flop_per_s),
+        peak_fp8=float(hardware.peak_fp8_flop_per_s or hardware.peak_flop_per_s),
+        hbm_bw=float(hardware.hbm_bandwidth_bytes_per_s),
+        mem_bw=float(hardware.hbm_bandwidth_bytes_per_s * kernels.memory_bandwidth_fraction),
+        e_gemm=float(kernels.gemm_peak_fraction), k_traffic=float(kernels.gemm_traffic),
+        e_attn=float(kernels.attention_peak_fraction),
+    )
+
+
+# kept for the docs: the attention kernel and precision codes of the plan arrays
+ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}
+PRECISION_CODES = {p: i for i, p in enumerate(Precision)}

@@ -1,0 +1,77 @@
+"""Calibration: recovering known constants, refusing held-out runs, and the shipped fit."""
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import markovsim
+from markovsim.training import (KernelModel, Run, calibrate, load_hardware, predict, runs_from_cases)
+
+SUITE = Path(__file__).resolve().parents[2] / "models" / "cases" / "gpu_training_runs.toml"
+FIT = runs_from_cases(SUITE, role="fit")
+A100_FIT = [r for r in FIT if r.spec.hardware.name == "NVIDIA A100 SXM4 80GB"]
+
+
+def test_the_suite_separates_fit_and_holdout():
+    hold = runs_from_cases(SUITE, role="holdout")
+    assert len(A100_FIT) == 18 and len(hold) >= 12
+    assert not {r.name for r in FIT} & {r.name for r in hold}
+    assert {r.spec.hardware.name for r in FIT} == {"NVIDIA A100 SXM4 80GB", "NVIDIA H100 SXM5 80GB"}
+    assert all(r.role == "holdout" for r in hold)
+    with pytest.raises(markovsim.MarkovsimError, match="holdout"):
+        calibrate(hold[:1], ["gemm_peak_fraction"])
+
+
+def _synthetic(truth: KernelModel, runs):
+    """The runs with the values the model gives under ``truth``."""
+    return [dataclasses.replace(r, value=predict(r, truth)) for r in runs]
+
+
+def test_recovers_known_constants_from_a_perturbed_start():
+    truth = KernelModel(gemm_peak_fraction=0.72, gemm_traffic=1.0, attention_peak_fraction=0.5,
+                        memory_bandwidth_fraction=0.65, collective_bandwidth_fraction=0.75, step_overhead_s=0.3)
+    runs = _synthetic(truth, A100_FIT[::2])
+    start = dataclasses.replace(truth, gemm_peak_fraction=0.55, memory_bandwidth_fraction=0.9, step_overhead_s=0.0)
+    cal = calibrate(runs, ["gemm_peak_fraction", "memory_bandwidth_fraction", "step_overhead_s"], start=start)
+    assert cal.success
+    assert cal.values == pytest.approx((0.72, 0.65, 0.3), rel=1e-4, abs=1e-5)
+    assert cal.rms_log_error < 1e-6 and not any(cal.on_bound)
+    assert cal.kernels.gemm_traffic == truth.gemm_traffic  # not fitted: kept from the start
+    assert np.all(np.asarray(cal.spread) < 1e-4)
+
+
+def test_spread_reflects_noise_and_is_nan_when_underdetermined():
+    truth = KernelModel(gemm_peak_fraction=0.7, gemm_traffic=0.5)
+    runs = _synthetic(truth, A100_FIT)
+    noise = np.exp(np.random.default_rng(3).normal(0, 0.03, len(runs)))  # 3 % log-normal scatter
+    noisy = [dataclasses.replace(r, value=r.value * z) for r, z in zip(runs, noise)]
+    cal = calibrate(noisy, ["gemm_peak_fraction"], start=truth)
+    # the estimate lies within 4 standard errors of the truth, and the error is about 3 %
+    assert abs(cal.values[0] - 0.7) < 4 * cal.spread[0]
+    assert 0.015 < cal.rms_log_error < 0.05
+    one = calibrate(noisy[:1], ["gemm_peak_fraction"], start=truth)
+    assert np.isnan(one.spread[0])
+
+
+def test_bad_calls_name_the_problem():
+    with pytest.raises(markovsim.MarkovsimError, match="at least one"):
+        calibrate([], ["gemm_peak_fraction"])
+    with pytest.raises(markovsim.MarkovsimError, match="distinct names"):
+        calibrate(A100_FIT[:2], ["gemm_speed"])
+    with pytest.raises(markovsim.MarkovsimError, match="one accelerator per fit"):
+        calibrate(FIT, ["gemm_peak_fraction"])
+    with pytest.raises(markovsim.MarkovsimError, match="positive"):
+        calibrate([dataclasses.replace(A100_FIT[0], value=0.0)], ["gemm_peak_fraction"])
+
+
+def test_the_shipped_a100_constants_are_the_fit():
+    """The preset's kernel constants are what calibrate gives on the suite's fit runs (not
+    typed in): refitting from the defaults lands on them."""
+    hw = load_hardware("a100_sxm_80gb")
+    names = ["gemm_peak_fraction", "gemm_traffic", "memory_bandwidth_fraction", "collective_bandwidth_fraction",
+             "step_overhead_s"]
+    cal = calibrate(A100_FIT, names, start=KernelModel())
+    for n, v in zip(names, cal.values):
+        assert getattr(hw.kernels, n) == pytest.approx(v, rel=2e-3, abs=2e-3), n

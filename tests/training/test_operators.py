@@ -1,0 +1,152 @@
+"""The operator list and its kernel model against hand-derived shapes, FLOPs and the
+published activation-memory formulas (Korthikanti et al. 2022)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from markovsim.training import (AttentionKernel, Efficiency, FFNKind, Hardware, KernelModel, LinkLevel, Plan,
+                                Precision, Recompute, Schedule, Workload, flops_per_token, load_plan, memory_breakdown,
+                                operator_table, parameter_count, step_time)
+
+KM = KernelModel(gemm_peak_fraction=0.7, gemm_traffic=1.5, attention_peak_fraction=0.5,
+                 memory_bandwidth_fraction=0.8, collective_bandwidth_fraction=0.8)
+HW = Hardware("toy", 300e12, 80e9, 2e12, (LinkLevel("node", 8, 300e9, 5e-6), LinkLevel("net", 0, 25e9, 1e-5)),
+              peak_fp8_flop_per_s=600e12, kernels=KM)
+GPT = Workload("gpt", layers=4, hidden=1024, ffn_hidden=4096, heads=16, kv_heads=16, vocab=8192, seq_len=2048,
+               ffn_kind=FFNKind.GELU, dropout=True, tied_embeddings=True)
+LLAMA = Workload("llama", layers=4, hidden=1024, ffn_hidden=2816, heads=16, kv_heads=4, vocab=8192, seq_len=2048)
+
+
+def _ops(w, plan):
+    return {o.name: o for o in operator_table(w, HW, plan)}
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("w", [GPT, LLAMA], ids=["gpt", "llama"])
+def test_gemm_flops_are_the_matmul_weights(w, tp):
+    plan = Plan(tp=tp, pp=1, dp=1, global_batch=2, micro_batch=2, sequence_parallel=tp > 1)
+    ops = _ops(w, plan)
+    tokens = 2 * w.seq_len
+    pc = parameter_count(w)
+    layer = sum(o.flops for o in ops.values() if o.where in ("attn", "dense") and o.shape)
+    assert layer == pytest.approx(2 * tokens * (pc.attention_per_layer + pc.dense_ffn_per_layer) / tp, rel=1e-12)
+    assert ops["logits"].flops == pytest.approx(2 * tokens * w.vocab * w.hidden / tp, rel=1e-12)
+    core = 2 * 2 * w.seq_len * w.seq_len * (w.heads // tp) * 2 * w.d_head
+    assert ops["attention_core"].flops == pytest.approx(core, rel=1e-12)
+
+
+def test_gemm_time_is_the_smooth_roofline():
+    plan = Plan(tp=2, pp=1, dp=1, global_batch=1)
+    o = _ops(GPT, plan)["ffn_in"]
+    M, N, K = o.shape
+    assert (M, N, K) == (2048, 4096 / 2, 1024)
+    want = 2 * M * N * K / (300e12 * 0.7) + 1.5 * 2 * (M * K + K * N + M * N) / 2e12
+    assert o.forward_s == pytest.approx(want, rel=1e-12) and o.backward_s == pytest.approx(2 * want, rel=1e-12)
+    # the achieved fraction of peak rises with size towards gemm_peak_fraction
+    eff = [2 * n**3 / (2 * n**3 / (300e12 * 0.7) + 1.5 * 2 * 3 * n * n / 2e12) / 300e12 for n in (256, 2048, 16384)]
+    assert eff[0] < eff[1] < eff[2] < 0.7
+
+
+def test_flash_attention_skips_masked_blocks_and_fp8_is_faster():
+    plan = Plan(tp=1, pp=1, dp=1, global_batch=1)
+    causal = _ops(LLAMA, plan)["attention_core"]
+    full = _ops(dataclasses.replace(LLAMA, causal=False), plan)["attention_core"]
+    assert causal.forward_s == pytest.approx(full.forward_s / 2, rel=1e-12)
+    assert causal.forward_s == pytest.approx(causal.flops / 2 / (300e12 * 0.5), rel=1e-12)
+    unfused = _ops(LLAMA, plan.replace(attention_kernel=AttentionKernel.UNFUSED))["attention_core"]
+    assert unfused.forward_s > full.forward_s  # scores through HBM
+    fp8 = _ops(LLAMA, plan.replace(precision=Precision.FP8))
+    bf16 = _ops(LLAMA, plan)
+    assert fp8["ffn_in"].forward_s < bf16["ffn_in"].forward_s
+    s8 = step_time(LLAMA, HW, plan.replace(precision=Precision.FP8))
+    s16 = step_time(LLAMA, HW, plan)
+    assert s8.compute < s16.compute and s8.mfu > s16.mfu
+
+
+def test_moe_operators_and_multi_token_prediction():
+    spec = load_plan("deepseek_v3_h800_2048")
+    ops = {o.name: o for o in operator_table(spec.workload, spec.hardware, spec.plan)}
+    moe = spec.workload.moe
+    tokens = spec.plan.micro_batch * spec.workload.seq_len
+    local = moe.routed_experts // spec.plan.ep
+    assert ops["expert_in"].count == local
+    assert ops["expert_in"].shape[0] == pytest.approx(tokens * moe.top_k / local)
+    assert {"q_down", "kv_up", "shared_in", "router"} <= set(ops) and "qkv" not in ops
+    with_mtp = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    without = step_time(dataclasses.replace(spec.workload, mtp_layers=0), spec.hardware, spec.plan,
+                        efficiency=spec.efficiency)
+    assert with_mtp.compute > without.compute
+
+
+def test_communication_cores_slow_the_compute_they_overlap():
+    spec = load_plan("deepseek_v3_h800_2048")
+    free = step_time(spec.workload, spec.hardware, spec.plan,
+                     efficiency=dataclasses.replace(spec.efficiency, comm_sm_fraction=0.0))
+    taxed = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    f = spec.efficiency.comm_sm_fraction
+    assert free.compute < taxed.compute <= free.compute / (1 - f) * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------ memory (Korthikanti et al. 2022, sec. 4)
+
+
+def _activations_per_layer(w, plan):
+    """One micro-batch through one layer: the first stage of a pp=1 1F1B plan holds one."""
+    m = memory_breakdown(w, HW, plan)
+    return m.activations / w.layers
+
+
+@pytest.mark.parametrize("t", [1, 2, 8])
+def test_korthikanti_activation_formulas(t):
+    s, b, h, a = GPT.seq_len, 2, GPT.hidden, GPT.heads
+    sbh = s * b * h
+    plan = Plan(tp=t, pp=1, dp=1, global_batch=b, micro_batch=b, sequence_parallel=False,
+                attention_kernel=AttentionKernel.UNFUSED)
+    # no parallelism shortcuts: eq. 2 (t = 1) and eq. 3 (tensor parallel, no sequence parallel)
+    assert _activations_per_layer(GPT, plan) == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)), rel=1e-12)
+    # eq. 4: tensor and sequence parallel
+    sp = plan.replace(sequence_parallel=True)
+    assert _activations_per_layer(GPT, sp) == pytest.approx(sbh / t * (34 + 5 * a * s / h), rel=1e-12)
+    # selective recomputation drops the 5as/h term; full keeps each layer's input
+    sel = sp.replace(recompute=Recompute.SELECTIVE)
+    assert _activations_per_layer(GPT, sel) == pytest.approx(sbh / t * 34, rel=1e-12)
+    full = sp.replace(recompute=Recompute.FULL)
+    assert _activations_per_layer(GPT, full) == pytest.approx(2 * sbh / t, rel=1e-12)
+
+
+def test_first_stage_holds_the_in_flight_micro_batches():
+    w = dataclasses.replace(GPT, layers=8)
+    base = Plan(tp=1, pp=4, dp=1, global_batch=16, micro_batch=1, recompute=Recompute.FULL)
+    one = memory_breakdown(w, HW, base)
+    per_layer_mb = 2 * GPT.seq_len * GPT.hidden
+    assert one.activations == pytest.approx(4 * 2 * per_layer_mb, rel=1e-12)  # p micro-batches x L/p layers
+    inter = memory_breakdown(w, HW, base.replace(schedule=Schedule.INTERLEAVED, virtual_stages=2))
+    assert inter.activations == pytest.approx(one.activations * (1 + 3 / 8), rel=1e-12)  # 1 + (p-1)/(p v)
+
+
+def test_zero_stages_shard_the_states():
+    plan = Plan(tp=1, pp=1, dp=8, global_batch=8)
+    n = parameter_count(GPT).total
+    z = [memory_breakdown(GPT, HW, plan.replace(zero_stage=k)) for k in range(4)]
+    assert z[0].weights == pytest.approx(2 * n) and z[0].gradients == pytest.approx(4 * n)
+    assert z[0].optimizer == pytest.approx(12 * n)
+    assert z[1].optimizer == pytest.approx(12 * n / 8) and z[1].gradients == pytest.approx(4 * n)
+    assert z[2].gradients == pytest.approx(4 * n / 8) and z[2].weights == pytest.approx(2 * n)
+    assert z[3].weights == pytest.approx(2 * n / 8)
+    bf16 = memory_breakdown(GPT, HW, plan.replace(grad_reduce=Precision.BF16))
+    assert bf16.gradients == pytest.approx(2 * n)
+    assert all(a.total > b.total for a, b in zip(z, z[1:]))
+
+
+def test_legacy_single_fraction_ignores_the_kernel_model():
+    plan = Plan(tp=1, pp=1, dp=1, global_batch=1)
+    legacy = step_time(GPT, HW, plan, efficiency=Efficiency(compute=0.5))
+    hw_flops = flops_per_token(GPT)[1]
+    assert legacy.compute == pytest.approx(GPT.seq_len * hw_flops / (300e12 * 0.5), rel=1e-12)
+    assert legacy.overhead == 0.0
+    # the compute term does not depend on whether the hardware has a kernel model
+    bare = step_time(GPT, HW.replace(kernels=None), plan, efficiency=Efficiency(compute=0.5))
+    assert bare.compute == pytest.approx(legacy.compute, rel=1e-12)
+    assert np.isfinite(step_time(GPT, HW, plan).step_time)
