@@ -10,7 +10,7 @@ One family per group of figures:
   never raises the share of requests lost beyond the exposure of the extra serving time.
 * Checkpoint interval (S-REC-6, PI-CKPT-CHART, PI-LOSS-T0): goodput is unimodal in the
   interval and its maximum sits at the exact optimum (Lambert W), between Daly and Young.
-* Linearity (S-LIN-1..4): linearity <= 1 with every ZeRO stage; with ZeRO the sharded
+* Linearity (S-LIN-1..4): linearity <= 1 with ZeRO off; with ZeRO the sharded
   optimizer step is a genuine superlinear term, bounded by the baseline's optimizer share.
 * Pipeline bubbles (PU-BUBBLE-*): the closed forms equal the timeline simulator, and
   interleaving v chunks divides the idle time by v.
@@ -273,17 +273,8 @@ LINEARITY_ARGS = dict(name=st.sampled_from(list(PLANS)), zero=st.integers(0, 3),
                       dp_overlap=st.floats(0, 1))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known superlinear term, being addressed by the training helper (issue 12): ZeRO shards the optimizer step "
-    "over the replicas, so per-card time falls as dp grows (1.00005 with ZeRO-1 on the 135B plan)"))
-@example(name="pangu_ultra_135b_8k", zero=1, base=256, factor=16, mode=Scaling.FIXED_REPLICA_BATCH, cv=0.0,
-         dp_overlap=1.0)
-@given(**LINEARITY_ARGS)
-def test_linearity_at_most_one_with_every_zero_stage(name, zero, base, factor, mode, cv, dp_overlap):
-    lin, _ = _linearity(name, zero, base, factor, mode, cv, dp_overlap)
-    assert lin <= 1.0 + 1e-12
-
-
+# ZeRO shards the optimizer step over the replicas, so per-card time can fall as dp grows: a
+# genuine superlinear term (documented in docs/background/scaling.md), bounded below.
 @given(**LINEARITY_ARGS)
 def test_superlinear_term_is_bounded_by_the_baseline_optimizer_share(name, zero, base, factor, mode, cv, dp_overlap):
     lin, b = _linearity(name, zero, base, factor, mode, cv, dp_overlap)
