@@ -1,8 +1,10 @@
 """Model files (TOML) for workloads, hardware and parallel plans.
 
 Files live in ``models/workloads``, ``models/hardware`` and ``models/plans``; a loader
-takes a path or the bare name of a file there (``"pangu_ultra_135b"``). Every number in
-those files carries a source comment. Reading is strict (unknown keys, missing units and
+takes a path or the bare name of a file there (``"pangu_ultra_135b"``). A plan names its
+workload and hardware by bare name, by a path relative to the plan file, or inline as a
+table (``markovsim._io``'s reference rule). Every number in those files carries a source
+comment. Reading is strict (unknown keys, missing units and
 bad values raise :class:`markovsim.SpecError` naming the file and the key).
 """
 
@@ -12,31 +14,23 @@ import dataclasses
 from pathlib import Path
 
 from .._errors import MarkovsimError, SpecError
-from .._spec import Table, load_toml
+from .._io import Reference, Table, base_of, label, read_document, reads_document, reference, resolve
 from ._hardware import Efficiency, Hardware, LinkLevel
 from ._pipeline import Schedule
 from ._plan import LayerSplit, Plan
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
-__all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "MODELS_DIR"]
+__all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_from_document",
+           "hardware_from_document", "plan_from_document", "PLAN_REFERENCES"]
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
-
-
-def _path(name_or_path, kind: str) -> Path:
-    p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
-        return p
-    return MODELS_DIR / kind / f"{name_or_path}.toml"
+#: the keys of a plan file that name other model files
+PLAN_REFERENCES = {"workload": Reference("workloads"), "hardware": Reference("hardware")}
 
 
-def _wrap(path: Path, fn):
-    try:
-        return fn(load_toml(path))
-    except SpecError as exc:
-        raise SpecError(f"{path}: {exc}") from None
-    except MarkovsimError as exc:
-        raise SpecError(f"{path}: {exc}") from None
+def _read(name_or_path, folder: str) -> dict:
+    """``from_document`` arguments for a file given to a ``load_*`` function."""
+    found = resolve(name_or_path, folder=folder)
+    return {"doc": read_document(found), "where": str(found), "base": found.parent}
 
 
 def _workload(t: Table) -> Workload:
@@ -72,8 +66,13 @@ def _workload(t: Table) -> Workload:
 
 def load_workload(name_or_path) -> Workload:
     """Read a workload file (``models/workloads/<name>.toml`` or a path)."""
-    path = _path(name_or_path, "workloads")
-    return _wrap(path, _workload)
+    return workload_from_document(**_read(name_or_path, "workloads"))
+
+
+@reads_document
+def workload_from_document(doc: dict, *, where: str = "workload", base: Path | None = None) -> Workload:
+    """A workload from its document; errors name ``where``."""
+    return _workload(Table(doc, "", schema="workload"))
 
 
 def _hardware(t: Table) -> Hardware:
@@ -94,7 +93,13 @@ def _hardware(t: Table) -> Hardware:
 
 def load_hardware(name_or_path) -> Hardware:
     """Read a hardware file (``models/hardware/<name>.toml`` or a path)."""
-    return _wrap(_path(name_or_path, "hardware"), _hardware)
+    return hardware_from_document(**_read(name_or_path, "hardware"))
+
+
+@reads_document
+def hardware_from_document(doc: dict, *, where: str = "hardware", base: Path | None = None) -> Hardware:
+    """A hardware description from its document; errors name ``where``."""
+    return _hardware(Table(doc, "", schema="hardware"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,12 +123,24 @@ def _efficiency(t: Table) -> Efficiency:
 
 def load_plan(name_or_path) -> PlanSpec:
     """Read a plan file (``models/plans/<name>.toml`` or a path) with its workload and
-    hardware (named by file name) and its efficiency inputs."""
-    path = _path(name_or_path, "plans")
+    hardware (bare preset names, paths relative to the plan file, or inline tables) and its
+    efficiency inputs."""
+    return plan_from_document(**_read(name_or_path, "plans"))
+
+
+def _named(t: Table, key: str, folder: str, base: Path | None, read):
+    doc = reference(t.raw(key, types=(str, dict)), folder=folder, base=base, where=key)
+    return read(doc, where=label(key, doc), base=base_of(doc, base))
+
+
+@reads_document
+def plan_from_document(doc: dict, *, where: str = "plan", base: Path | None = None) -> PlanSpec:
+    """A plan with its workload and hardware from the plan's document; references resolve
+    against ``base`` (the plan file's directory); errors name ``where``."""
 
     def build(t: Table) -> PlanSpec:
-        workload = load_workload(t.text("workload"))
-        hardware = load_hardware(t.text("hardware"))
+        workload = _named(t, "workload", "workloads", base, workload_from_document)
+        hardware = _named(t, "hardware", "hardware", base, hardware_from_document)
         plan = Plan(
             tp=t.integer("tp", minimum=1), pp=t.integer("pp", minimum=1), dp=t.integer("dp", minimum=1),
             global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
@@ -142,4 +159,4 @@ def load_plan(name_or_path) -> PlanSpec:
         validate_plan(workload, plan)
         return spec
 
-    return _wrap(path, build)
+    return build(Table(doc, "", schema="plan"))
