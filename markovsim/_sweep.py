@@ -12,8 +12,15 @@ The same chunks are evaluated in three ways that give the same numbers:
 * on a ``dask.distributed`` cluster (``client=``): one task per chunk, results gathered
   back into one Dataset;
 * resumably (``store=``): each finished chunk is written to a zarr store together with a
-  record that it is done; calling :func:`sweep` again with the same store computes only the
-  chunks that are missing.
+  record that it is done and a checksum of its data; calling :func:`sweep` again with the
+  same store computes only the chunks that are missing, and recomputes (with a warning) any
+  chunk whose data no longer matches its checksum (deleted or swapped chunk files). While a
+  sweep writes a store it holds a lock file beside it (``<store>.lock``), so two sweeps
+  cannot mix their chunks; :func:`open_sweep` reads a store back and checks every chunk.
+
+Every point carries a status (variable ``status``, :class:`PointStatus`: ``ok``,
+``not_finite``, ``invalid_input``, ``failed``) and, where it is not ``ok``, the reason
+(variable ``reason``: the outputs that are NaN or infinite, or the error the model raised).
 
 xarray, dask and zarr stay here, at the edge: the compiled code sees plain arrays.
 """
@@ -22,19 +29,25 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import hashlib
+import json
 import math
+import os
+import socket
 import threading
+import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from . import _config  # noqa: F401  (float64 on, also in dask workers that unpickle this module)
-from ._errors import InvalidParameterError
+from ._errors import InvalidParameterError, MarkovsimWarning, SpecError
 
-__all__ = ["sweep", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["sweep", "open_sweep", "PointStatus", "DEFAULT_CHUNK_SIZE"]
 
 #: Default largest number of grid points evaluated in one vectorised call.
 DEFAULT_CHUNK_SIZE = 8192
@@ -42,9 +55,70 @@ DEFAULT_CHUNK_SIZE = 8192
 #: Names of the keyword options of :func:`sweep` (they cannot be axis names).
 _OPTIONS = ("chunk_size", "client", "store", "progress")
 _STATUS = "status"
+_REASON = "reason"
 _MAX_OUTPUTS = 30
-_STORE_FORMAT = "markovsim.sweep/1"
+_STORE_FORMAT = "markovsim.sweep/2"
 _PROGRESS_GROUP = "sweep_progress"
+
+
+class PointStatus(enum.IntEnum):
+    """Status of one grid point (variable ``status``; the ``reason`` variable says why).
+
+    Attributes:
+        OK: every output is finite.
+        NOT_FINITE: an output is NaN or infinite (``reason`` names them).
+        INVALID_INPUT: the model refused the point's values (a ``SpecError`` or
+            ``InvalidParameterError``; ``reason`` is its message).
+        FAILED: the model raised another markovsim error (a solver that failed, ...).
+    """
+
+    OK = 0
+    NOT_FINITE = 1
+    INVALID_INPUT = 2
+    FAILED = 3
+
+
+def status_attrs() -> dict:
+    """The attributes of the ``status`` variable (CF flag conventions)."""
+    return {"long_name": "evaluation status of each point",
+            "flag_values": [int(s) for s in PointStatus],
+            "flag_meanings": " ".join(s.name.lower() for s in PointStatus),
+            "description": "0 ok; 1 an output is NaN or infinite; 2 the model refused the point's "
+                           "values; 3 the model failed otherwise. Why: the 'reason' variable"}
+
+
+_REASON_ATTRS = {"long_name": "why the point's status is not ok (empty where it is)"}
+
+
+def _reason_width(outputs) -> int:
+    return len("not finite: " + ", ".join(outputs))
+
+
+def point_statuses(data: Mapping[str, np.ndarray], shape: tuple[int, ...],
+                   errors: Mapping[tuple[int, ...], BaseException] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The status and reason of every point, from the outputs and the errors raised.
+
+    Args:
+        data: the outputs on the grid.
+        shape: the grid's shape.
+        errors: ``{index: exception}`` for the points where the model raised.
+
+    Returns:
+        (``status``: int8 codes of :class:`PointStatus`; ``reason``: strings, empty where ok)
+    """
+    status = np.zeros(shape, dtype=np.int8)
+    reason = np.full(shape, "", dtype=object)
+    names = sorted(data)
+    bad = {n: ~np.isfinite(data[n]) for n in names if np.issubdtype(np.asarray(data[n]).dtype, np.inexact)}
+    for index in zip(*np.nonzero(np.logical_or.reduce([*bad.values(), np.zeros(shape, bool)]))):
+        status[index] = PointStatus.NOT_FINITE
+        reason[index] = "not finite: " + ", ".join(n for n in names if n in bad and bad[n][index])
+    for index, exc in (errors or {}).items():
+        invalid = isinstance(exc, (SpecError, InvalidParameterError))
+        status[index] = PointStatus.INVALID_INPUT if invalid else PointStatus.FAILED
+        reason[index] = " ".join(str(exc).split())
+    width = max(1, max((len(r) for r in reason.ravel()), default=1))
+    return status, reason.astype(f"<U{width}")
 
 
 # --------------------------------------------------------------------------- the plan
@@ -136,14 +210,7 @@ def _compile(fn: Callable, plan: _Plan) -> Callable:
             index = jnp.minimum(origin[d] + coords[d], shape[d] - 1)   # pad edge blocks
             kwargs[name] = values[d][index]
         out = jax.vmap(point)(kwargs)
-        status = jnp.zeros(size, dtype=jnp.int32)
-        for bit, name in enumerate(outputs):
-            x = out[name]
-            if jnp.issubdtype(x.dtype, jnp.inexact):
-                status = status | jnp.where(jnp.isfinite(x), 0, 1 << bit).astype(jnp.int32)
-        out = {name: out[name].reshape(block) for name in outputs}
-        out[_STATUS] = status.reshape(block)
-        return out
+        return {name: out[name].reshape(block) for name in outputs}
 
     return jax.jit(evaluate)
 
@@ -168,10 +235,12 @@ def _dispatch(fn: Callable, plan: _Plan, chunk: int) -> dict:
 
 
 def _collect(plan: _Plan, chunk: int, raw: dict) -> dict[str, np.ndarray]:
-    """Host copies of one chunk's results with the padding removed."""
+    """Host copies of one chunk's results with the padding removed, and each point's status."""
     region = plan.region(chunk)
     trim = tuple(slice(0, r.stop - r.start) for r in region)
-    return {name: np.asarray(value)[trim] for name, value in raw.items()}
+    out = {name: np.asarray(value)[trim] for name, value in raw.items()}
+    out[_STATUS], out[_REASON] = point_statuses(out, tuple(r.stop - r.start for r in region))
+    return out
 
 
 def _evaluate_chunk(fn: Callable, plan: _Plan, chunk: int) -> tuple[int, dict[str, np.ndarray]]:
@@ -291,8 +360,8 @@ def _describe_outputs(fn: Callable, names, values) -> tuple[tuple[str, ...], tup
                 f"sweep: output {key!r} has shape {shape}; expected a scalar per grid point "
                 "(return one dict entry per number)"
             )
-        if key == _STATUS:
-            raise TypeError(f"sweep: output name {_STATUS!r} is reserved for the sweep's status; rename it")
+        if key in (_STATUS, _REASON):
+            raise TypeError(f"sweep: output name {key!r} is reserved for the sweep's status; rename it")
         if key in names:
             raise TypeError(f"sweep: output {key!r} has the name of a swept axis; rename one of them")
     if len(items) > _MAX_OUTPUTS:
@@ -324,8 +393,76 @@ def _fill(dtype: np.dtype):
     return 0
 
 
+def checksum(values: Mapping[str, np.ndarray]) -> int:
+    """A 64-bit checksum of some arrays (by name, in sorted order; strings by their text)."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in sorted(values):
+        v = np.asarray(values[name])
+        h.update(name.encode())
+        h.update(str(v.shape).encode())
+        if v.dtype.kind in "UOT":
+            h.update("\0".join(map(str, v.ravel())).encode())
+        else:
+            h.update(np.ascontiguousarray(v).tobytes())
+    return int.from_bytes(h.digest(), "little")
+
+
+class _Lock:
+    """A lock file beside a store (``<store>.lock``): one writer at a time.
+
+    A lock left by a process of this machine that no longer runs is taken over.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path.with_name(path.name + ".lock")
+        self.held = False
+
+    def _stale(self) -> bool:
+        try:
+            info = json.loads(self.path.read_text())
+            if info.get("host") != socket.gethostname():
+                return False
+            os.kill(int(info["pid"]), 0)
+        except ProcessLookupError:
+            return True
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return False
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
+        for attempt in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if attempt == 0 and self._stale():
+                    self.path.unlink(missing_ok=True)
+                    continue
+                try:
+                    holder = json.loads(self.path.read_text())
+                except (OSError, ValueError):
+                    holder = {}
+                raise InvalidParameterError(
+                    f"sweep store {str(self.path)[:-5]!r}: another sweep is writing it (lock file "
+                    f"{self.path}, process {holder.get('pid', '?')} on {holder.get('host', '?')}); wait for it, "
+                    "or delete the lock file if no sweep is running") from None
+            with os.fdopen(fd, "w") as fh:
+                fh.write(info)
+            self.held = True
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def __exit__(self, *exc):
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+        return False
+
+
 class _Store:
-    """A zarr store holding the gridded outputs and, per chunk, whether it is done."""
+    """A zarr store holding the gridded outputs, status and reason and, per chunk, whether it
+    is done and the checksum of its data."""
 
     def __init__(self, path: Path, plan: _Plan):
         import zarr
@@ -339,12 +476,8 @@ class _Store:
                 "use a zarr directory (e.g. 'sweep.zarr') and, if you need netCDF, write the "
                 "returned Dataset with ds.to_netcdf(...)"
             )
-        if path.exists():
-            try:
-                root = zarr.open_group(str(path), mode="r+")
-                found = root.attrs.get("markovsim_sweep")
-            except Exception:
-                found = None
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            found = _read_fingerprint(path)
             if found is None:
                 raise InvalidParameterError(
                     f"sweep store={str(path)!r}: exists but is not a markovsim sweep store; "
@@ -356,7 +489,7 @@ class _Store:
                     f"sweep store={str(path)!r}: holds a different sweep (differs in "
                     f"{', '.join(diff)}); use a new path or delete the old store"
                 )
-            self.root = root
+            self.root = zarr.open_group(str(path), mode="r+")
         else:
             self._create(path, fingerprint)
 
@@ -364,50 +497,79 @@ class _Store:
         import zarr
 
         plan = self.plan
-        root = zarr.open_group(str(path), mode="w-")
+        root = zarr.open_group(str(path), mode="w-" if not path.exists() else "a")
         for name, value in zip(plan.names, plan.values):
             arr = root.create_array(name, shape=value.shape, dtype=value.dtype,
                                     dimension_names=[name], chunks=value.shape)
             arr[...] = value
-        for name, dtype in zip(plan.outputs, plan.dtypes):
+        for name, dtype in {**dict(zip(plan.outputs, plan.dtypes)), _STATUS: "int8"}.items():
             dtype = np.dtype(dtype)
             root.create_array(name, shape=plan.shape, dtype=dtype, chunks=plan.block,
-                              dimension_names=list(plan.names), fill_value=_fill(dtype))
-        status = root.create_array(_STATUS, shape=plan.shape, dtype=np.int32, chunks=plan.block,
-                                   dimension_names=list(plan.names), fill_value=-1)
-        status.attrs.update(_status_attrs(plan.outputs))
+                              dimension_names=list(plan.names),
+                              fill_value=-1 if name == _STATUS else _fill(dtype))
+        root.create_array(_REASON, shape=plan.shape, dtype=str, chunks=plan.block,   # variable-length text
+                          dimension_names=list(plan.names), fill_value="")
+        root[_STATUS].attrs.update(status_attrs())
+        root[_REASON].attrs.update(_REASON_ATTRS)
         progress = root.create_group(_PROGRESS_GROUP)
         progress.create_array("done", shape=(plan.n_chunks,), dtype=bool, chunks=(1,),
                               fill_value=False, dimension_names=["chunk"])
+        progress.create_array("checksum", shape=(plan.n_chunks,), dtype=np.uint64, chunks=(1,),
+                              fill_value=0, dimension_names=["chunk"])
         # written last: a store with the fingerprint is complete enough to resume
         root.attrs["markovsim_sweep"] = fingerprint
         self.root = root
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return (*self.plan.outputs, _STATUS, _REASON)
 
     def done_chunks(self) -> np.ndarray:
         return np.asarray(self.root[_PROGRESS_GROUP]["done"][...], dtype=bool)
 
     def read(self) -> dict[str, np.ndarray]:
-        names = (*self.plan.outputs, _STATUS)
-        return {name: np.asarray(self.root[name][...]) for name in names}
+        return {name: np.asarray(self.root[name][...]) for name in self.variables}
+
+    def damaged(self, data: Mapping[str, np.ndarray], chunks) -> list[int]:
+        """The chunks among ``chunks`` whose data (read as ``data``) no longer matches the
+        checksum recorded when they were written (a missing chunk reads as fill values)."""
+        sums = np.asarray(self.root[_PROGRESS_GROUP]["checksum"][...])
+        bad = []
+        for chunk in chunks:
+            region = self.plan.region(int(chunk))
+            if checksum({n: data[n][region] for n in self.variables}) != int(sums[chunk]):
+                bad.append(int(chunk))
+        return bad
 
     def write(self, chunk: int, result: dict[str, np.ndarray]) -> None:
         region = self.plan.region(chunk)
         for name, value in result.items():
             self.root[name][region] = value
+        written = {n: np.asarray(self.root[n][region]) for n in self.variables}
+        self.root[_PROGRESS_GROUP]["checksum"][chunk] = np.uint64(checksum(written))
         # the record comes after the data: an interrupted write is recomputed on resume
         self.root[_PROGRESS_GROUP]["done"][chunk] = True
 
 
+def _read_fingerprint(path: Path) -> dict | None:
+    import zarr
+
+    try:
+        return zarr.open_group(str(path), mode="r").attrs.get("markovsim_sweep")
+    except Exception:
+        return None
+
+
+def _describe_chunks(plan: _Plan, chunks) -> str:
+    shown = []
+    for c in list(chunks)[:5]:
+        region = plan.region(int(c))
+        shown.append(f"chunk {c} (" + ", ".join(f"{n}[{r.start}:{r.stop}]" for n, r in zip(plan.names, region)) + ")")
+    more = f" and {len(chunks) - 5} more" if len(chunks) > 5 else ""
+    return ", ".join(shown) + more
+
+
 # --------------------------------------------------------------------------- the Dataset
-
-
-def _status_attrs(outputs: tuple[str, ...]) -> dict:
-    return {
-        "long_name": "evaluation status",
-        "description": "0: every output finite; bit i set: output i is NaN or infinite",
-        "flag_masks": [1 << i for i in range(len(outputs))],
-        "flag_meanings": " ".join(f"{name}_not_finite" for name in outputs),
-    }
 
 
 def _dataset(plan: _Plan, data: dict[str, np.ndarray]):
@@ -415,8 +577,58 @@ def _dataset(plan: _Plan, data: dict[str, np.ndarray]):
 
     coords = {name: (name, value) for name, value in zip(plan.names, plan.values)}
     variables = {name: (plan.names, data[name]) for name in plan.outputs}
-    variables[_STATUS] = (plan.names, data[_STATUS], _status_attrs(plan.outputs))
+    variables[_STATUS] = (plan.names, data[_STATUS], status_attrs())
+    variables[_REASON] = (plan.names, data[_REASON], _REASON_ATTRS)
     return xr.Dataset(variables, coords=coords)
+
+
+def open_sweep(store: str | Path):
+    """Read a sweep store (written by :func:`sweep` with ``store=`` or by ``markovsim sweep
+    --out DIR.zarr``) and check every chunk against its checksum.
+
+    Args:
+        store: the zarr directory.
+
+    Returns:
+        xarray.Dataset: the sweep, loaded into memory.
+
+    Raises:
+        InvalidParameterError: not a sweep store, a chunk that was never finished, or a
+            chunk whose data is missing or changed since it was written (the message names
+            the chunks and their grid regions).
+    """
+    import xarray as xr
+
+    path = Path(store)
+    fingerprint = _read_fingerprint(path) if path.exists() else None
+    if fingerprint is None or fingerprint.get("format") != _STORE_FORMAT:
+        raise InvalidParameterError(f"open_sweep({str(path)!r}): not a markovsim sweep store "
+                                    f"(format {_STORE_FORMAT})")
+    import zarr
+
+    root = zarr.open_group(str(path), mode="r")
+    names = tuple(fingerprint["axes"])
+    plan = _Plan(token="", names=names, values=tuple(np.asarray(root[n][...]) for n in names),
+                 block=tuple(fingerprint["block"]), outputs=tuple(fingerprint["outputs"]),
+                 dtypes=tuple(fingerprint["dtypes"]), scalar_output=False)
+    target = _Store.__new__(_Store)
+    target.path, target.plan, target.root = path, plan, root
+    done = target.done_chunks()
+    if not done.all():
+        missing = np.flatnonzero(~done)
+        raise InvalidParameterError(f"open_sweep({str(path)!r}): {len(missing)} of {plan.n_chunks} chunks were "
+                                    f"never finished: {_describe_chunks(plan, missing)}; resume the sweep")
+    data = target.read()
+    bad = target.damaged(data, range(plan.n_chunks))
+    if bad:
+        raise InvalidParameterError(
+            f"open_sweep({str(path)!r}): {len(bad)} chunk(s) missing or changed since they were written "
+            f"(checksum mismatch): {_describe_chunks(plan, bad)}; rerun the sweep into a new store")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*onsolidated metadata.*")
+        ds = xr.open_zarr(str(path), consolidated=False).load()
+    ds.attrs.pop("markovsim_sweep", None)
+    return ds
 
 
 def _progress_bar(progress: bool, total: int, initial: int):
@@ -445,9 +657,9 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
     not sweep with ``functools.partial`` or a closure.
 
     The result has one dimension and coordinate per swept parameter (in the order given),
-    one variable per output, and a ``status`` variable: 0 where every output is finite,
-    otherwise bit ``i`` is set for each output ``i`` (in sorted order of names, see the
-    variable's ``flag_meanings``) that is NaN or infinite, so failed points stay visible.
+    one variable per output, a ``status`` variable (:class:`PointStatus`: 0 where every
+    output is finite, 1 where one is NaN or infinite) and a ``reason`` variable naming the
+    outputs that are not finite, so failed points stay visible.
 
     Args:
         fn: the model function, ``fn(**point) -> scalar | dict[str, scalar]``. A scalar
@@ -462,8 +674,11 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
         store: path of a zarr directory. Each finished chunk is written there, with a record
             that it is done; calling ``sweep`` again with the same arguments and store
             computes only the chunks that are missing (after an interruption) and returns the
-            same Dataset as an uninterrupted run. The store is itself readable with
-            ``xarray.open_zarr(store)``.
+            same Dataset as an uninterrupted run; a finished chunk whose data no longer matches
+            its checksum is recomputed, with a :class:`~markovsim.MarkovsimWarning`. While it
+            runs, the sweep holds the lock file ``<store>.lock``: a second sweep on the same
+            store is refused. Read the store back with :func:`open_sweep` (checks every chunk)
+            or ``xarray.open_zarr(store)``.
         progress: show a progress bar (tqdm) over chunks.
         **axes: the swept parameters: ``name=values`` with a 1-D sequence of numbers each.
             Names must differ from the options above.
@@ -474,7 +689,8 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
 
     Raises:
         InvalidParameterError: no axes, an axis that is not a 1-D numeric sequence, a bad
-            ``chunk_size``, or a store that holds a different sweep.
+            ``chunk_size``, a store that holds a different sweep or something else, or a store
+            another sweep is writing.
         TypeError: ``fn`` is not traceable or does not return scalars.
 
     Example:
@@ -499,17 +715,29 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
     plan = _Plan(token=uuid.uuid4().hex, names=names, values=values, block=block,
                  outputs=outputs, dtypes=dtypes, scalar_output=scalar)
 
-    target = None
-    done = np.zeros(plan.n_chunks, dtype=bool)
-    if store is not None:
-        target = _Store(Path(store), plan)
+    if store is None:
+        data = {name: np.empty(shape, dtype=np.dtype(dt)) for name, dt in zip(outputs, dtypes)}
+        data[_STATUS] = np.empty(shape, dtype=np.int8)
+        data[_REASON] = np.empty(shape, dtype=f"<U{_reason_width(outputs)}")
+        _evaluate(fn, plan, data, None, list(range(plan.n_chunks)), client, progress)
+        return _dataset(plan, data)
+    path = Path(store)
+    with _Lock(path):
+        target = _Store(path, plan)
         done = target.done_chunks()
         data = target.read()
-    else:
-        data = {name: np.empty(shape, dtype=np.dtype(dt)) for name, dt in zip(outputs, dtypes)}
-        data[_STATUS] = np.empty(shape, dtype=np.int32)
-    todo = [int(c) for c in np.flatnonzero(~done)]
+        damaged = target.damaged(data, np.flatnonzero(done))
+        if damaged:
+            warnings.warn(f"sweep store {str(path)!r}: {len(damaged)} finished chunk(s) are missing or changed "
+                          f"since they were written (checksum mismatch): {_describe_chunks(plan, damaged)}; "
+                          "recomputing them", MarkovsimWarning, stacklevel=2)
+            done[damaged] = False
+        _evaluate(fn, plan, data, target, [int(c) for c in np.flatnonzero(~done)], client, progress)
+    return _dataset(plan, data)
 
+
+def _evaluate(fn, plan: _Plan, data: dict, target: _Store | None, todo: list[int], client, progress: bool) -> None:
+    """Evaluate the chunks ``todo`` into ``data`` (and the store)."""
     bar = _progress_bar(progress, plan.n_chunks, plan.n_chunks - len(todo))
     runner = _run_local(fn, plan, todo) if client is None else _run_dask(fn, plan, todo, client)
     try:
@@ -526,4 +754,3 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
             bar.close()
         with _COMPILED_LOCK:
             _COMPILED.pop(plan.token, None)
-    return _dataset(plan, data)
