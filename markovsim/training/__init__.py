@@ -28,6 +28,11 @@ from ._spec import (
     load_plan as load_plan,
     load_workload as load_workload,
 )
+from ._spec import (
+    hardware_from_document as hardware_from_document,
+    plan_from_document as plan_from_document,
+    workload_from_document as workload_from_document,
+)
 from ._step import (
     RECOMPUTE_CODES as RECOMPUTE_CODES,
     SCHEDULE_CODES as SCHEDULE_CODES,
@@ -86,3 +91,13 @@ __all__ = [
     "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",
     "implied_exposed_share", "pipeline_makespans",
 ]
+__all__ += ["hardware_from_document", "plan_from_document", "workload_from_document"]
+
+from ._outputs import (  # noqa: E402
+    MODEL_KIND as MODEL_KIND,
+    PLAN_OUTPUT_UNITS as PLAN_OUTPUT_UNITS,
+    linearity_points as linearity_points,
+    plan_outputs as plan_outputs,
+)
+
+__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "linearity_points", "plan_outputs"]
