@@ -87,7 +87,7 @@ def status_attrs() -> dict:
                            "values; 3 the model failed otherwise. Why: the 'reason' variable"}
 
 
-_REASON_ATTRS = {"long_name": "why the point's status is not ok (empty where it is)"}
+REASON_ATTRS = {"long_name": "why the point's status is not ok (empty where it is)"}
 
 
 def _reason_width(outputs) -> int:
@@ -510,7 +510,7 @@ class _Store:
         root.create_array(_REASON, shape=plan.shape, dtype=str, chunks=plan.block,   # variable-length text
                           dimension_names=list(plan.names), fill_value="")
         root[_STATUS].attrs.update(status_attrs())
-        root[_REASON].attrs.update(_REASON_ATTRS)
+        root[_REASON].attrs.update(REASON_ATTRS)
         progress = root.create_group(_PROGRESS_GROUP)
         progress.create_array("done", shape=(plan.n_chunks,), dtype=bool, chunks=(1,),
                               fill_value=False, dimension_names=["chunk"])
@@ -578,7 +578,7 @@ def _dataset(plan: _Plan, data: dict[str, np.ndarray]):
     coords = {name: (name, value) for name, value in zip(plan.names, plan.values)}
     variables = {name: (plan.names, data[name]) for name in plan.outputs}
     variables[_STATUS] = (plan.names, data[_STATUS], status_attrs())
-    variables[_REASON] = (plan.names, data[_REASON], _REASON_ATTRS)
+    variables[_REASON] = (plan.names, data[_REASON], REASON_ATTRS)
     return xr.Dataset(variables, coords=coords)
 
 
@@ -754,3 +754,67 @@ def _evaluate(fn, plan: _Plan, data: dict, target: _Store | None, todo: list[int
             bar.close()
         with _COMPILED_LOCK:
             _COMPILED.pop(plan.token, None)
+
+
+# --------------------------------------------------------------------------- writing a finished grid
+
+
+def check_output(path: str | Path, *, force: bool, what: str = "output") -> None:
+    """Refuse to overwrite a file or a non-empty directory unless ``force``.
+
+    Raises:
+        InvalidParameterError: ``path`` exists (a file, or a directory with something in it)
+            and ``force`` is false; nothing was written.
+    """
+    path = Path(path)
+    taken = path.is_file() or (path.is_dir() and any(path.iterdir())) or (path.exists() and not path.is_dir())
+    if taken and not force:
+        raise InvalidParameterError(f"{what} {path}: exists and is not empty; nothing was written "
+                                    "(choose a new path, or pass --force to overwrite it)")
+
+
+def save_sweep(ds, path: str | Path, *, force: bool = False) -> Path:
+    """Write a gridded Dataset (``status`` and ``reason`` included) to ``FILE.nc`` (netCDF3,
+    written beside and moved into place) or to a checksummed, locked zarr store ``DIR.zarr``
+    (readable with :func:`open_sweep`).
+
+    Args:
+        ds: the Dataset; its dims are the axes (each with a 1-D coordinate).
+        path: ``*.nc`` or ``*.zarr``.
+        force: overwrite an existing output (a zarr store is deleted first).
+
+    Raises:
+        InvalidParameterError: the output exists and ``force`` is false, or another sweep is
+            writing the store.
+    """
+    import shutil
+
+    path = Path(path)
+    if path.suffix == ".nc":
+        check_output(path, force=force)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        try:
+            ds.to_netcdf(partial, engine="scipy")
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+        return path
+    with _Lock(path):
+        check_output(path, force=force, what="sweep store")
+        if path.exists():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        names = tuple(ds.dims)
+        outputs = tuple(sorted(n for n in ds.data_vars if n not in (_STATUS, _REASON)))
+        shape = tuple(ds.sizes[n] for n in names)
+        plan = _Plan(token="", names=names, values=tuple(np.asarray(ds[n].values) for n in names),
+                     block=_block_shape(shape, min(DEFAULT_CHUNK_SIZE, math.prod(shape))), outputs=outputs,
+                     dtypes=tuple(str(ds[n].dtype) for n in outputs), scalar_output=False)
+        target = _Store(path, plan)
+        data = {n: np.asarray(ds[n].transpose(*names).values) for n in (*outputs, _STATUS, _REASON)}
+        for chunk in range(plan.n_chunks):
+            region = plan.region(chunk)
+            target.write(chunk, {n: v[region] for n, v in data.items()})
+        for name in (*names, *outputs):
+            target.root[name].attrs.update({k: v for k, v in ds[name].attrs.items()})
+        target.root.attrs.update(dict(ds.attrs))
+    return path

@@ -187,15 +187,19 @@ class Table:
         where: the table's name in error messages (``"tiers[0]"``; empty for a file's top).
         schema: the kind of model file (``"recovery"``); keys of a table with a schema are
             described to :func:`recording_keys`. Nested tables inherit it.
+        docs: ``{key path: one-line meaning}`` for keys read without a ``doc`` (the reader's
+            descriptions kept beside it); nested tables inherit it.
     """
 
-    def __init__(self, data: dict, where: str = "", *, schema: str = "", _path: str = ""):
+    def __init__(self, data: dict, where: str = "", *, schema: str = "", docs: dict | None = None,
+                 _path: str = ""):
         if not isinstance(data, dict):
             raise SpecError(f"{where}: expected a table, got {type(data).__name__} {data!r}")
         self._data = dict(data)
         self._seen: set[str] = set()
         self.where = where
         self.schema = schema
+        self._docs = docs or {}
         self._path = _path
 
     def __contains__(self, key: str) -> bool:
@@ -215,10 +219,11 @@ class Table:
         if found is None or not self.schema:
             return
         ident = (self.schema, self._key_path(key))
+        doc = doc or self._docs.get(ident[1], "")
         old = found.get(ident)
-        if old is None:
+        if old is None or (old.kind == "any" and kind != "any"):
             found[ident] = KeyInfo(self.schema, ident[1], kind, default is ..., _shown_default(default),
-                                   constraint, doc or "")
+                                   constraint, doc or (old.doc if old else ""))
         elif doc and not old.doc:
             found[ident] = dataclasses.replace(old, doc=doc)
 
@@ -237,7 +242,8 @@ class Table:
     def raw(self, key: str, default: Any = ..., *, types: tuple = (), doc: str | None = None) -> Any:
         """The value of ``key`` as written (``default`` when absent; required if none)."""
         kinds = {(int,): "integer", (bool,): "boolean", (str,): "text", (dict,): "table",
-                 (list,): "list", (list, tuple): "list", (int, float): "number"}
+                 (list,): "list", (list, tuple): "list", (int, float): "number",
+                 (str, dict): "file reference or table"}
         self._note(key, kinds.get(tuple(types), "any"), default, doc=doc)
         return self._get(key, default, types)
 
@@ -290,14 +296,15 @@ class Table:
     def table(self, key: str, default: Any = ..., *, doc: str | None = None) -> "Table":
         self._note(key, "table", default, doc=doc)
         value = self._get(key, default, (dict,))
-        return Table(value, self._name(key), schema=self.schema, _path=self._key_path(key))
+        return Table(value, self._name(key), schema=self.schema, docs=self._docs, _path=self._key_path(key))
 
     def tables(self, key: str, default: Any = ..., *, doc: str | None = None) -> list["Table"]:
         """An array of tables (``[[key]]``)."""
         self._note(key, "array of tables", default, doc=doc)
         value = self._get(key, default, (list,))
         path = self._key_path(key) + "[]"
-        return [Table(v, f"{self._name(key)}[{i}]", schema=self.schema, _path=path) for i, v in enumerate(value)]
+        return [Table(v, f"{self._name(key)}[{i}]", schema=self.schema, docs=self._docs, _path=path)
+                for i, v in enumerate(value)]
 
     def finish(self) -> None:
         """Raise :class:`SpecError` for every key that was never read (unknown keys)."""

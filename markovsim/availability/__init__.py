@@ -64,6 +64,7 @@ from ._spec import (
 )
 from ._job import (
     JOB_OUTPUT_UNITS as JOB_OUTPUT_UNITS,
+    JOB_REFERENCES as JOB_REFERENCES,
     MODEL_KIND as MODEL_KIND,
     Job as Job,
     is_cluster as is_cluster,
@@ -98,5 +99,5 @@ __all__ = [
     "SimulationResult", "simulate",
 ]
 __all__ += ["cluster_from_document", "faults_from_document", "recovery_from_document"]
-__all__ += ["JOB_OUTPUT_UNITS", "MODEL_KIND", "Job", "is_cluster", "is_job", "is_recovery",
+__all__ += ["JOB_OUTPUT_UNITS", "JOB_REFERENCES", "MODEL_KIND", "Job", "is_cluster", "is_job", "is_recovery",
             "job_from_document", "job_outputs", "load_job"]

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError, SpecError
 from .._io import Reference, Table, base_of, label, read_document, reads_document, reference, resolve
+from ._keydocs import KEY_DOCS
 from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
 from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
 from ._topology import SCOPES, ClusterShape, FatTree
@@ -97,7 +98,7 @@ def load_faults(path: str | Path) -> FaultCatalogue:
 def faults_from_document(doc: dict, *, where: str = "faults", base: Path | None = None) -> FaultCatalogue:
     """A fault catalogue from its document (see the module docstring); errors name ``where``."""
     path = where
-    top = Table(doc, "", schema="faults")
+    top = Table(doc, "", schema="faults", docs=KEY_DOCS["faults"])
     top.text("name", "")
     comps = []
     for t in top.tables("components"):
@@ -141,7 +142,7 @@ def cluster_from_document(doc: dict, *, where: str = "cluster",
     (relative to ``base``, the cluster file's directory, or a bare preset name) or is the
     catalogue inline."""
     path = where
-    t = Table(doc, "", schema="cluster")
+    t = Table(doc, "", schema="cluster", docs=KEY_DOCS["cluster"])
     name = t.text("name")
     cards = t.integer("cards", minimum=1)
     per_node = t.integer("cards_per_node", minimum=1)
@@ -173,7 +174,7 @@ def load_recovery(path: str | Path) -> RecoveryPlan:
 @reads_document
 def recovery_from_document(doc: dict, *, where: str = "recovery", base: Path | None = None) -> RecoveryPlan:
     """A recovery plan from its document (see the module docstring); errors name ``where``."""
-    top = Table(doc, "", schema="recovery")
+    top = Table(doc, "", schema="recovery", docs=KEY_DOCS["recovery"])
     name = top.text("name")
     step = top.quantity("step_time", "time", strictly_positive=True)
     raw = top.tables("tiers")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .._errors import SpecError
 from .._io import Table, read_document, reads_document, resolve
+from ._keydocs import KEY_DOCS
 from ._fleet import Fleet
 from ._frontier import DecodeMemoryModel, decode_batch_per_device, decode_tokens_per_s_per_card
 from ._tiers import (ElasticContinuation, FastRestart, HardwareRepair, InstanceRestart, RecoveryTiers,
@@ -156,7 +157,7 @@ def inference_model_from_document(doc: dict, *, where: str = "inference model",
                                   base: Path | None = None) -> InferenceModel:
     """An inference model from its document (see :func:`load_inference_model`); errors name
     ``where``."""
-    return _read(Table(doc, "", schema="inference"))
+    return _read(Table(doc, "", schema="inference", docs=KEY_DOCS["inference"]))
 
 
 def _read(root: Table) -> InferenceModel:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._errors import MarkovsimError, SpecError
 from .._io import Reference, Table, base_of, label, read_document, reads_document, reference, resolve
+from ._keydocs import KEY_DOCS
 from ._hardware import Efficiency, Hardware, LinkLevel
 from ._pipeline import Schedule
 from ._plan import LayerSplit, Plan
@@ -72,7 +73,7 @@ def load_workload(name_or_path) -> Workload:
 @reads_document
 def workload_from_document(doc: dict, *, where: str = "workload", base: Path | None = None) -> Workload:
     """A workload from its document; errors name ``where``."""
-    return _workload(Table(doc, "", schema="workload"))
+    return _workload(Table(doc, "", schema="workload", docs=KEY_DOCS["workload"]))
 
 
 def _hardware(t: Table) -> Hardware:
@@ -99,7 +100,7 @@ def load_hardware(name_or_path) -> Hardware:
 @reads_document
 def hardware_from_document(doc: dict, *, where: str = "hardware", base: Path | None = None) -> Hardware:
     """A hardware description from its document; errors name ``where``."""
-    return _hardware(Table(doc, "", schema="hardware"))
+    return _hardware(Table(doc, "", schema="hardware", docs=KEY_DOCS["hardware"]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,4 +160,4 @@ def plan_from_document(doc: dict, *, where: str = "plan", base: Path | None = No
         validate_plan(workload, plan)
         return spec
 
-    return build(Table(doc, "", schema="plan"))
+    return build(Table(doc, "", schema="plan", docs=KEY_DOCS["plan"]))
