@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ._errors import MarkovsimError
+from ._io import shipped_dir
 
 __all__ = ["Input", "Row", "STATUSES", "find_scripts", "run_reproductions", "write_report", "format_table"]
 
@@ -67,8 +68,7 @@ class Row:
 
 
 def _default_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent / "paper_repro"
-    return here
+    return shipped_dir("paper_repro")   # package data in a wheel, the top-level folder in a checkout
 
 
 def find_scripts(directory: Path | None = None) -> dict[str, Path]:
