@@ -54,6 +54,13 @@ def prepare(doc: Document, kind: ModelKind, sets: Sequence[str] | None) -> Docum
     return apply_overrides(expanded, overrides(sets))
 
 
+def load(arg: str, kind: ModelKind, reader: Callable[..., Any], sets: Sequence[str] | None):
+    """``(model, path, overrides)``: the model file named on the command line, read by
+    ``reader`` after the overrides (see :func:`read_model` and :func:`build`)."""
+    doc, path, changes = read_model(arg, kind, sets)
+    return build(reader, doc, str(path), path.parent, changes), path, changes
+
+
 def build(reader: Callable[..., Any], doc: Document, where: str, base: Path | None, changes: Sequence[Override]):
     """``reader(doc, where=..., base=...)``; an unknown key that a ``--set`` introduced is
     pointed at in the error."""

@@ -28,8 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    doc, path, changes = c.read_model(args.model, inf.MODEL_KIND, args.sets)
-    model = c.build(inf.inference_model_from_document, doc, str(path), path.parent, changes)
+    model, path, changes = c.load(args.model, inf.MODEL_KIND, inf.inference_model_from_document, args.sets)
     res = inf.fleet_results(model)
     fl = {r: getattr(model, r) for r in _ROLES}
     layouts = {"prefill": model.prefill_layout, "decode": model.decode_layout}

@@ -54,8 +54,7 @@ def _inputs(args):
     changes = c.overrides(args.sets)
     spec = None
     if args.model is not None:
-        doc, path, changes = c.read_model(args.model, tr.MODEL_KIND, args.sets)
-        spec = c.build(tr.plan_from_document, doc, str(path), path.parent, changes)
+        spec, _, changes = c.load(args.model, tr.MODEL_KIND, tr.plan_from_document, args.sets)
     elif changes:
         raise SpecError("--set needs a plan file (the document the keys are paths into)")
 

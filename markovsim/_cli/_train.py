@@ -42,8 +42,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    doc, path, changes = c.read_model(args.model, tr.MODEL_KIND, args.sets)
-    spec = c.build(tr.plan_from_document, doc, str(path), path.parent, changes)
+    spec, path, changes = c.load(args.model, tr.MODEL_KIND, tr.plan_from_document, args.sets)
     o = tr.plan_outputs(spec)
     plan = spec.plan
     scaling = None

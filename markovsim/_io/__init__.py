@@ -11,6 +11,7 @@ from ._documents import (
     base_of as base_of,
     expand as expand,
     label as label,
+    load_with as load_with,
     merge as merge,
     presets as presets,
     read_document as read_document,
@@ -40,7 +41,7 @@ from ._table import (
 )
 
 __all__ = [
-    "Document", "Reference", "base_of", "expand", "label", "merge", "presets", "read_document",
+    "Document", "Reference", "base_of", "expand", "label", "load_with", "merge", "presets", "read_document",
     "reads_document", "reference", "resolve", "shipped_dir", "sources", "ModelKind", "Override",
     "Variation", "annotate", "apply_overrides", "parse_override", "parse_value", "parse_variation",
     "UNITS", "KeyInfo", "Table", "parse_quantity", "quantity_kind", "recording_keys",

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 from .._errors import InvalidParameterError, MarkovsimError, SpecError
 
-__all__ = ["Document", "Reference", "base_of", "expand", "label", "merge", "presets", "read_document",
+__all__ = ["Document", "Reference", "base_of", "expand", "label", "load_with", "merge", "presets", "read_document",
            "reads_document", "reference", "resolve", "shipped_dir", "sources"]
 
 #: where the wheel keeps the top-level ``models/`` and ``paper_repro/`` folders
@@ -133,6 +133,13 @@ def read_document(path: str | Path) -> Document:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML ({exc})") from None
     return Document.of(data, path)
+
+
+def load_with(reader: Callable[..., Any], ref: str | Path, *, folder: str) -> Any:
+    """``reader(doc, where=..., base=...)`` on the file ``ref`` names (a path, or a bare preset
+    name in ``models/<folder>/``): how every ``load_*`` function of the domains reads a file."""
+    path = resolve(ref, folder=folder)
+    return reader(read_document(path), where=str(path), base=path.parent)
 
 
 def merge(base: Mapping, over: Mapping) -> dict:

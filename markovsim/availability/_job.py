@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from .._errors import SpecError
-from .._io import ModelKind, Reference, Table, base_of, label, read_document, reads_document, reference, resolve
+from .._io import ModelKind, Reference, Table, base_of, label, load_with, reads_document, reference
 from ._faults import FaultCatalogue
 from ._goodput import CAUSES, analyze, optimal_checkpoint_interval
 from ._model import AvailabilityModel
@@ -124,8 +124,7 @@ def job_from_document(doc: Mapping, *, where: str = "job", base: Path | None = N
 def load_job(path: str | Path) -> Job:
     """Read a job file (see the module documentation); its references resolve against the
     job file's directory."""
-    found = resolve(path, folder="jobs")
-    return job_from_document(read_document(found), where=str(found), base=found.parent)
+    return load_with(job_from_document, path, folder="jobs")
 
 
 class _Lazy(Mapping):

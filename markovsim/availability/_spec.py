@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, SpecError
-from .._io import Reference, Table, base_of, label, read_document, reads_document, reference, resolve
+from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
 from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
 from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
@@ -42,13 +42,6 @@ __all__ = ["RecoveryPlan", "load_cluster", "load_faults", "load_recovery", "load
 
 #: the keys of a cluster file that name other model files
 CLUSTER_REFERENCES = {"faults": Reference("faults")}
-
-
-def _read(path: str | Path, folder: str) -> dict:
-    """``from_document`` arguments for a file given to a ``load_*`` function: a path, or the
-    bare name of a preset in ``models/<folder>/``."""
-    found = resolve(path, folder=folder)
-    return {"doc": read_document(found), "where": str(found), "base": found.parent}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +84,7 @@ def _wrap(fn, path):
 
 def load_faults(path: str | Path) -> FaultCatalogue:
     """Read a fault catalogue file (a path, or the bare name of a preset in ``models/faults/``)."""
-    return faults_from_document(**_read(path, "faults"))
+    return load_with(faults_from_document, path, folder="faults")
 
 
 @reads_document
@@ -132,7 +125,7 @@ def faults_from_document(doc: dict, *, where: str = "faults", base: Path | None 
 def load_cluster(path: str | Path) -> tuple[ClusterShape, FaultCatalogue]:
     """Read a cluster file (a path, or a bare name in ``models/clusters/``) and the fault
     catalogue it names."""
-    return cluster_from_document(**_read(path, "clusters"))
+    return load_with(cluster_from_document, path, folder="clusters")
 
 
 @reads_document
@@ -168,7 +161,7 @@ _PHASES = ("detection", "isolation", "rescheduling", "comm_setup_base", "compile
 
 def load_recovery(path: str | Path) -> RecoveryPlan:
     """Read a recovery-plan file (a path, or a bare name in ``models/recovery/``)."""
-    return recovery_from_document(**_read(path, "recovery"))
+    return load_with(recovery_from_document, path, folder="recovery")
 
 
 @reads_document

@@ -16,7 +16,7 @@ import dataclasses
 from pathlib import Path
 
 from .._errors import SpecError
-from .._io import Table, read_document, reads_document, resolve
+from .._io import Table, load_with, reads_document
 from ._keydocs import KEY_DOCS
 from ._fleet import Fleet
 from ._frontier import DecodeMemoryModel, decode_batch_per_device, decode_tokens_per_s_per_card
@@ -148,8 +148,7 @@ def load_inference_model(path: str | Path) -> InferenceModel:
     Raises:
         SpecError: unknown keys, missing units, values out of range (the message names the field).
     """
-    path = resolve(path, folder="inference")
-    return inference_model_from_document(read_document(path), where=str(path))
+    return load_with(inference_model_from_document, path, folder="inference")
 
 
 @reads_document

@@ -14,7 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from .._errors import MarkovsimError, SpecError
-from .._io import Reference, Table, base_of, label, read_document, reads_document, reference, resolve
+from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
 from ._hardware import Efficiency, Hardware, LinkLevel
 from ._pipeline import Schedule
@@ -26,12 +26,6 @@ __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_
 
 #: the keys of a plan file that name other model files
 PLAN_REFERENCES = {"workload": Reference("workloads"), "hardware": Reference("hardware")}
-
-
-def _read(name_or_path, folder: str) -> dict:
-    """``from_document`` arguments for a file given to a ``load_*`` function."""
-    found = resolve(name_or_path, folder=folder)
-    return {"doc": read_document(found), "where": str(found), "base": found.parent}
 
 
 def _workload(t: Table) -> Workload:
@@ -67,7 +61,7 @@ def _workload(t: Table) -> Workload:
 
 def load_workload(name_or_path) -> Workload:
     """Read a workload file (``models/workloads/<name>.toml`` or a path)."""
-    return workload_from_document(**_read(name_or_path, "workloads"))
+    return load_with(workload_from_document, name_or_path, folder="workloads")
 
 
 @reads_document
@@ -94,7 +88,7 @@ def _hardware(t: Table) -> Hardware:
 
 def load_hardware(name_or_path) -> Hardware:
     """Read a hardware file (``models/hardware/<name>.toml`` or a path)."""
-    return hardware_from_document(**_read(name_or_path, "hardware"))
+    return load_with(hardware_from_document, name_or_path, folder="hardware")
 
 
 @reads_document
@@ -126,7 +120,7 @@ def load_plan(name_or_path) -> PlanSpec:
     """Read a plan file (``models/plans/<name>.toml`` or a path) with its workload and
     hardware (bare preset names, paths relative to the plan file, or inline tables) and its
     efficiency inputs."""
-    return plan_from_document(**_read(name_or_path, "plans"))
+    return load_with(plan_from_document, name_or_path, folder="plans")
 
 
 def _named(t: Table, key: str, folder: str, base: Path | None, read):
