@@ -22,7 +22,7 @@ LAYERS = (
     ("io", ("markovsim._io", "markovsim._spec")),
     ("engine", ("markovsim.engine",)),
     ("domains", ("markovsim.availability", "markovsim.training", "markovsim.inference")),
-    ("tools", ("markovsim._sweep", "markovsim.validate", "markovsim.plotting", "markovsim.repro")),
+    ("tools", ("markovsim._grid", "markovsim._sweep", "markovsim.validate", "markovsim.plotting", "markovsim.repro")),
     ("facade", ("markovsim",)),
     ("cli", ("markovsim._cli",)),
 )

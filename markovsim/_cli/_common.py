@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from .._errors import MarkovsimError, SpecError
 from .._io import (Document, ModelKind, Override, annotate, apply_overrides, expand, parse_override, presets,
                    read_document, resolve)
-from .._sweep import check_output
+from .._grid import check_output
 
 SET_HELP = (
     "change a value of the model file before it is read: a dotted key path into the TOML "

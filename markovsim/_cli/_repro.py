@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import repro
 from .._errors import SpecError
-from .._sweep import check_output
+from .._grid import check_output
 
 HELP = "run the reproductions of the published figures"
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import availability as av
 from .._errors import MarkovsimError, SpecError
 from .._io import Override, annotate, apply_overrides, parse_variation, read_document
-from .._sweep import REASON_ATTRS, check_output, point_statuses, save_sweep, status_attrs
+from .._grid import REASON_ATTRS, check_output, point_statuses, save_sweep, status_attrs
 from ..validate import MODEL_KINDS
 from . import _common as c
 from ._goodput import add_job_options, job_document
