@@ -459,4 +459,9 @@ def save_sweep(ds, path: str | Path, *, force: bool = False) -> Path:
         for name in (*names, *outputs):
             target.root[name].attrs.update({k: v for k, v in ds[name].attrs.items()})
         target.root.attrs.update(dict(ds.attrs))
+        import zarr
+
+        with warnings.catch_warnings():   # zarr 3: consolidated metadata is outside the v3 spec
+            warnings.filterwarnings("ignore", message=".*onsolidated metadata.*")
+            zarr.consolidate_metadata(str(path))   # written once: xarray.open_zarr opens it directly
     return path
