@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(PY)
 install: $(STAMP)
 
 repro: $(STAMP)
-	$(VENV)/bin/markovsim repro all --out $(OUT)
+	$(VENV)/bin/markovsim repro all --out $(OUT) --force
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests

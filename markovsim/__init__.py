@@ -42,13 +42,20 @@ __all__ = [
     *_engine_all,
 ]
 
-from ._sweep import sweep as sweep  # noqa: E402
-from ._validate_harness import (  # noqa: E402
-    CaseResult as CaseResult,
-    ValidationReport as ValidationReport,
-    case_kinds as case_kinds,
-    register_case_kind as register_case_kind,
-    validate_cases as validate_cases,
-)
+from ._sweep import PointStatus as PointStatus, open_sweep as open_sweep, sweep as sweep  # noqa: E402
 
-__all__ += ["sweep", "CaseResult", "ValidationReport", "case_kinds", "register_case_kind", "validate_cases"]
+__all__ += ["sweep", "open_sweep", "PointStatus"]
+
+#: names that moved to markovsim.validate (still reachable here, with a DeprecationWarning)
+_MOVED = ("CaseResult", "ValidationReport", "case_kinds", "register_case_kind", "validate_cases")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"markovsim.{name} moved to markovsim.validate.{name}; import it from there",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("markovsim.validate"), name)
+    raise AttributeError(f"module 'markovsim' has no attribute {name!r}")

@@ -12,8 +12,15 @@ The same chunks are evaluated in three ways that give the same numbers:
 * on a ``dask.distributed`` cluster (``client=``): one task per chunk, results gathered
   back into one Dataset;
 * resumably (``store=``): each finished chunk is written to a zarr store together with a
-  record that it is done; calling :func:`sweep` again with the same store computes only the
-  chunks that are missing.
+  record that it is done and a checksum of its data; calling :func:`sweep` again with the
+  same store computes only the chunks that are missing, and recomputes (with a warning) any
+  chunk whose data no longer matches its checksum (deleted or swapped chunk files). While a
+  sweep writes a store it holds a lock file beside it (``<store>.lock``), so two sweeps
+  cannot mix their chunks; :func:`open_sweep` reads a store back and checks every chunk.
+
+Every point carries a status (variable ``status``, :class:`PointStatus`: ``ok``,
+``not_finite``, ``invalid_input``, ``failed``) and, where it is not ``ok``, the reason
+(variable ``reason``: the outputs that are NaN or infinite, or the error the model raised).
 
 xarray, dask and zarr stay here, at the edge: the compiled code sees plain arrays.
 """
@@ -21,85 +28,29 @@ xarray, dask and zarr stay here, at the edge: the compiled code sees plain array
 from __future__ import annotations
 
 import collections
-import dataclasses
-import hashlib
 import math
 import threading
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from . import _config  # noqa: F401  (float64 on, also in dask workers that unpickle this module)
-from ._errors import InvalidParameterError
+from ._errors import InvalidParameterError, MarkovsimWarning
+from ._grid import (DEFAULT_CHUNK_SIZE, REASON_ATTRS, PointStatus, _block_shape, _describe_chunks, _Lock, _Plan,
+                    _reason_width, _Store, open_sweep, point_statuses, status_attrs)
 
-__all__ = ["sweep", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["sweep", "open_sweep", "PointStatus", "DEFAULT_CHUNK_SIZE"]
 
-#: Default largest number of grid points evaluated in one vectorised call.
-DEFAULT_CHUNK_SIZE = 8192
-
-#: Names of the keyword options of :func:`sweep` (they cannot be axis names).
+#: names of the keyword options of :func:`sweep` (they cannot be axis names)
 _OPTIONS = ("chunk_size", "client", "store", "progress")
 _STATUS = "status"
+_REASON = "reason"
 _MAX_OUTPUTS = 30
-_STORE_FORMAT = "markovsim.sweep/1"
-_PROGRESS_GROUP = "sweep_progress"
 
-
-# --------------------------------------------------------------------------- the plan
-
-
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-    """Everything needed to evaluate one chunk, small enough to ship to a dask worker."""
-
-    token: str                       # identifies the compiled function in a worker's cache
-    names: tuple[str, ...]           # axis names, in grid order
-    values: tuple[np.ndarray, ...]   # axis values
-    block: tuple[int, ...]           # block (chunk) shape
-    outputs: tuple[str, ...]         # output names (sorted), without status
-    dtypes: tuple[str, ...]          # output dtypes
-    scalar_output: bool              # fn returns a bare scalar (stored under outputs[0])
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(v) for v in self.values)
-
-    @property
-    def grid(self) -> tuple[int, ...]:
-        """Number of blocks along each axis."""
-        return tuple(-(-n // b) for n, b in zip(self.shape, self.block))
-
-    @property
-    def n_chunks(self) -> int:
-        return math.prod(self.grid)
-
-    def region(self, chunk: int) -> tuple[slice, ...]:
-        """The grid region covered by chunk number ``chunk`` (C order over blocks)."""
-        index = np.unravel_index(chunk, self.grid)
-        return tuple(slice(int(i) * b, min((int(i) + 1) * b, n))
-                     for i, b, n in zip(index, self.block, self.shape))
-
-
-def _block_shape(shape: tuple[int, ...], chunk_size: int) -> tuple[int, ...]:
-    """Rectangular blocks of at most ``chunk_size`` points, filled from the last axis.
-
-    Along each axis the blocks are balanced (sizes differ by at most one before the edge), so
-    that padding of edge blocks stays small.
-    """
-    block = [1] * len(shape)
-    room = chunk_size
-    for d in reversed(range(len(shape))):
-        n = shape[d]
-        if room <= 1:
-            break
-        pieces = -(-n // room)
-        block[d] = -(-n // pieces)
-        room //= block[d]
-    return tuple(block)
-
-
+#: Default largest number of grid points evaluated in one vectorised call.
 # --------------------------------------------------------------------------- evaluation
 
 _COMPILED: "collections.OrderedDict[str, Callable]" = collections.OrderedDict()
@@ -136,14 +87,7 @@ def _compile(fn: Callable, plan: _Plan) -> Callable:
             index = jnp.minimum(origin[d] + coords[d], shape[d] - 1)   # pad edge blocks
             kwargs[name] = values[d][index]
         out = jax.vmap(point)(kwargs)
-        status = jnp.zeros(size, dtype=jnp.int32)
-        for bit, name in enumerate(outputs):
-            x = out[name]
-            if jnp.issubdtype(x.dtype, jnp.inexact):
-                status = status | jnp.where(jnp.isfinite(x), 0, 1 << bit).astype(jnp.int32)
-        out = {name: out[name].reshape(block) for name in outputs}
-        out[_STATUS] = status.reshape(block)
-        return out
+        return {name: out[name].reshape(block) for name in outputs}
 
     return jax.jit(evaluate)
 
@@ -168,10 +112,12 @@ def _dispatch(fn: Callable, plan: _Plan, chunk: int) -> dict:
 
 
 def _collect(plan: _Plan, chunk: int, raw: dict) -> dict[str, np.ndarray]:
-    """Host copies of one chunk's results with the padding removed."""
+    """Host copies of one chunk's results with the padding removed, and each point's status."""
     region = plan.region(chunk)
     trim = tuple(slice(0, r.stop - r.start) for r in region)
-    return {name: np.asarray(value)[trim] for name, value in raw.items()}
+    out = {name: np.asarray(value)[trim] for name, value in raw.items()}
+    out[_STATUS], out[_REASON] = point_statuses(out, tuple(r.stop - r.start for r in region))
+    return out
 
 
 def _evaluate_chunk(fn: Callable, plan: _Plan, chunk: int) -> tuple[int, dict[str, np.ndarray]]:
@@ -291,8 +237,8 @@ def _describe_outputs(fn: Callable, names, values) -> tuple[tuple[str, ...], tup
                 f"sweep: output {key!r} has shape {shape}; expected a scalar per grid point "
                 "(return one dict entry per number)"
             )
-        if key == _STATUS:
-            raise TypeError(f"sweep: output name {_STATUS!r} is reserved for the sweep's status; rename it")
+        if key in (_STATUS, _REASON):
+            raise TypeError(f"sweep: output name {key!r} is reserved for the sweep's status; rename it")
         if key in names:
             raise TypeError(f"sweep: output {key!r} has the name of a swept axis; rename one of them")
     if len(items) > _MAX_OUTPUTS:
@@ -302,112 +248,7 @@ def _describe_outputs(fn: Callable, names, values) -> tuple[tuple[str, ...], tup
     return outputs, dtypes, scalar
 
 
-# --------------------------------------------------------------------------- the store
-
-
-def _fingerprint(plan: _Plan) -> dict:
-    digest = hashlib.sha256()
-    for name, value in zip(plan.names, plan.values):
-        digest.update(name.encode())
-        digest.update(str(value.dtype).encode())
-        digest.update(value.tobytes())
-    return {"format": _STORE_FORMAT, "axes": list(plan.names), "shape": list(plan.shape),
-            "block": list(plan.block), "outputs": list(plan.outputs), "dtypes": list(plan.dtypes),
-            "axis_values_sha256": digest.hexdigest()}
-
-
-def _fill(dtype: np.dtype):
-    if dtype.kind == "f":
-        return float("nan")
-    if dtype.kind == "b":
-        return False
-    return 0
-
-
-class _Store:
-    """A zarr store holding the gridded outputs and, per chunk, whether it is done."""
-
-    def __init__(self, path: Path, plan: _Plan):
-        import zarr
-
-        self.path = path
-        self.plan = plan
-        fingerprint = _fingerprint(plan)
-        if path.suffix in (".nc", ".nc4", ".netcdf", ".h5"):
-            raise InvalidParameterError(
-                f"sweep store={str(path)!r}: netCDF files cannot record finished chunks safely; "
-                "use a zarr directory (e.g. 'sweep.zarr') and, if you need netCDF, write the "
-                "returned Dataset with ds.to_netcdf(...)"
-            )
-        if path.exists():
-            try:
-                root = zarr.open_group(str(path), mode="r+")
-                found = root.attrs.get("markovsim_sweep")
-            except Exception:
-                found = None
-            if found is None:
-                raise InvalidParameterError(
-                    f"sweep store={str(path)!r}: exists but is not a markovsim sweep store; "
-                    "choose a new path (nothing was overwritten)"
-                )
-            if found != fingerprint:
-                diff = [k for k in fingerprint if found.get(k) != fingerprint[k]]
-                raise InvalidParameterError(
-                    f"sweep store={str(path)!r}: holds a different sweep (differs in "
-                    f"{', '.join(diff)}); use a new path or delete the old store"
-                )
-            self.root = root
-        else:
-            self._create(path, fingerprint)
-
-    def _create(self, path: Path, fingerprint: dict) -> None:
-        import zarr
-
-        plan = self.plan
-        root = zarr.open_group(str(path), mode="w-")
-        for name, value in zip(plan.names, plan.values):
-            arr = root.create_array(name, shape=value.shape, dtype=value.dtype,
-                                    dimension_names=[name], chunks=value.shape)
-            arr[...] = value
-        for name, dtype in zip(plan.outputs, plan.dtypes):
-            dtype = np.dtype(dtype)
-            root.create_array(name, shape=plan.shape, dtype=dtype, chunks=plan.block,
-                              dimension_names=list(plan.names), fill_value=_fill(dtype))
-        status = root.create_array(_STATUS, shape=plan.shape, dtype=np.int32, chunks=plan.block,
-                                   dimension_names=list(plan.names), fill_value=-1)
-        status.attrs.update(_status_attrs(plan.outputs))
-        progress = root.create_group(_PROGRESS_GROUP)
-        progress.create_array("done", shape=(plan.n_chunks,), dtype=bool, chunks=(1,),
-                              fill_value=False, dimension_names=["chunk"])
-        # written last: a store with the fingerprint is complete enough to resume
-        root.attrs["markovsim_sweep"] = fingerprint
-        self.root = root
-
-    def done_chunks(self) -> np.ndarray:
-        return np.asarray(self.root[_PROGRESS_GROUP]["done"][...], dtype=bool)
-
-    def read(self) -> dict[str, np.ndarray]:
-        names = (*self.plan.outputs, _STATUS)
-        return {name: np.asarray(self.root[name][...]) for name in names}
-
-    def write(self, chunk: int, result: dict[str, np.ndarray]) -> None:
-        region = self.plan.region(chunk)
-        for name, value in result.items():
-            self.root[name][region] = value
-        # the record comes after the data: an interrupted write is recomputed on resume
-        self.root[_PROGRESS_GROUP]["done"][chunk] = True
-
-
 # --------------------------------------------------------------------------- the Dataset
-
-
-def _status_attrs(outputs: tuple[str, ...]) -> dict:
-    return {
-        "long_name": "evaluation status",
-        "description": "0: every output finite; bit i set: output i is NaN or infinite",
-        "flag_masks": [1 << i for i in range(len(outputs))],
-        "flag_meanings": " ".join(f"{name}_not_finite" for name in outputs),
-    }
 
 
 def _dataset(plan: _Plan, data: dict[str, np.ndarray]):
@@ -415,7 +256,8 @@ def _dataset(plan: _Plan, data: dict[str, np.ndarray]):
 
     coords = {name: (name, value) for name, value in zip(plan.names, plan.values)}
     variables = {name: (plan.names, data[name]) for name in plan.outputs}
-    variables[_STATUS] = (plan.names, data[_STATUS], _status_attrs(plan.outputs))
+    variables[_STATUS] = (plan.names, data[_STATUS], status_attrs())
+    variables[_REASON] = (plan.names, data[_REASON], REASON_ATTRS)
     return xr.Dataset(variables, coords=coords)
 
 
@@ -445,9 +287,9 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
     not sweep with ``functools.partial`` or a closure.
 
     The result has one dimension and coordinate per swept parameter (in the order given),
-    one variable per output, and a ``status`` variable: 0 where every output is finite,
-    otherwise bit ``i`` is set for each output ``i`` (in sorted order of names, see the
-    variable's ``flag_meanings``) that is NaN or infinite, so failed points stay visible.
+    one variable per output, a ``status`` variable (:class:`PointStatus`: 0 where every
+    output is finite, 1 where one is NaN or infinite) and a ``reason`` variable naming the
+    outputs that are not finite, so failed points stay visible.
 
     Args:
         fn: the model function, ``fn(**point) -> scalar | dict[str, scalar]``. A scalar
@@ -462,8 +304,11 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
         store: path of a zarr directory. Each finished chunk is written there, with a record
             that it is done; calling ``sweep`` again with the same arguments and store
             computes only the chunks that are missing (after an interruption) and returns the
-            same Dataset as an uninterrupted run. The store is itself readable with
-            ``xarray.open_zarr(store)``.
+            same Dataset as an uninterrupted run; a finished chunk whose data no longer matches
+            its checksum is recomputed, with a :class:`~markovsim.MarkovsimWarning`. While it
+            runs, the sweep holds the lock file ``<store>.lock``: a second sweep on the same
+            store is refused. Read the store back with :func:`open_sweep` (checks every chunk)
+            or ``xarray.open_zarr(store)``.
         progress: show a progress bar (tqdm) over chunks.
         **axes: the swept parameters: ``name=values`` with a 1-D sequence of numbers each.
             Names must differ from the options above.
@@ -474,7 +319,8 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
 
     Raises:
         InvalidParameterError: no axes, an axis that is not a 1-D numeric sequence, a bad
-            ``chunk_size``, or a store that holds a different sweep.
+            ``chunk_size``, a store that holds a different sweep or something else, or a store
+            another sweep is writing.
         TypeError: ``fn`` is not traceable or does not return scalars.
 
     Example:
@@ -499,17 +345,29 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
     plan = _Plan(token=uuid.uuid4().hex, names=names, values=values, block=block,
                  outputs=outputs, dtypes=dtypes, scalar_output=scalar)
 
-    target = None
-    done = np.zeros(plan.n_chunks, dtype=bool)
-    if store is not None:
-        target = _Store(Path(store), plan)
+    if store is None:
+        data = {name: np.empty(shape, dtype=np.dtype(dt)) for name, dt in zip(outputs, dtypes)}
+        data[_STATUS] = np.empty(shape, dtype=np.int8)
+        data[_REASON] = np.empty(shape, dtype=f"<U{_reason_width(outputs)}")
+        _evaluate(fn, plan, data, None, list(range(plan.n_chunks)), client, progress)
+        return _dataset(plan, data)
+    path = Path(store)
+    with _Lock(path):
+        target = _Store(path, plan)
         done = target.done_chunks()
         data = target.read()
-    else:
-        data = {name: np.empty(shape, dtype=np.dtype(dt)) for name, dt in zip(outputs, dtypes)}
-        data[_STATUS] = np.empty(shape, dtype=np.int32)
-    todo = [int(c) for c in np.flatnonzero(~done)]
+        damaged = target.damaged(data, np.flatnonzero(done))
+        if damaged:
+            warnings.warn(f"sweep store {str(path)!r}: {len(damaged)} finished chunk(s) are missing or changed "
+                          f"since they were written (checksum mismatch): {_describe_chunks(plan, damaged)}; "
+                          "recomputing them", MarkovsimWarning, stacklevel=2)
+            done[damaged] = False
+        _evaluate(fn, plan, data, target, [int(c) for c in np.flatnonzero(~done)], client, progress)
+    return _dataset(plan, data)
 
+
+def _evaluate(fn, plan: _Plan, data: dict, target: _Store | None, todo: list[int], client, progress: bool) -> None:
+    """Evaluate the chunks ``todo`` into ``data`` (and the store)."""
     bar = _progress_bar(progress, plan.n_chunks, plan.n_chunks - len(todo))
     runner = _run_local(fn, plan, todo) if client is None else _run_dask(fn, plan, todo, client)
     try:
@@ -526,4 +384,5 @@ def sweep(fn: Callable[..., Any], *, chunk_size: int = DEFAULT_CHUNK_SIZE, clien
             bar.close()
         with _COMPILED_LOCK:
             _COMPILED.pop(plan.token, None)
-    return _dataset(plan, data)
+
+

@@ -209,7 +209,8 @@ def plot_validation(report, *, ax=None):
     """Predicted against reported values of a validation report, with the line y = x.
 
     Args:
-        report: a :class:`~markovsim.ValidationReport` (from ``markovsim.validate_cases``).
+        report: a :class:`~markovsim.validate.ValidationReport` (from
+            ``markovsim.validate.validate_cases``).
         ax: matplotlib Axes to draw on (a new figure when omitted).
 
     Returns:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ._errors import MarkovsimError
+from ._io import shipped_dir
 
 __all__ = [
     "STATUSES", "KINDS", "CHECKS", "Input", "cited", "assumed", "fitted", "Sweep", "sweep", "ModelValue",
@@ -501,7 +502,7 @@ def inputs_from_model_file(path: str | Path, *, root: str | Path | None = None, 
 
 
 def _default_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "paper_repro"
+    return shipped_dir("paper_repro")   # package data in a wheel, the top-level folder in a checkout
 
 
 def find_scripts(directory: Path | None = None) -> dict[str, Path]:

@@ -15,14 +15,11 @@ import math
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given
-from hypothesis import strategies as st
 
 import markovsim  # noqa: F401  (float64)
 from markovsim import _cli
@@ -77,7 +74,7 @@ def test_help_lists_every_command(capsys):
         _cli.main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for command in ("repro", "train", "infer", "goodput", "sweep", "validate"):
+    for command in ("repro", "train", "infer", "goodput", "plan", "sweep", "validate", "keys"):
         assert command in out
 
 
@@ -103,7 +100,7 @@ def test_warnings_are_one_line(capsys, monkeypatch):
         warnings.warn("the truncation bound holds 2 % of the mass\nraise max_recovering", UserWarning)
         return 0
 
-    monkeypatch.setattr(_cli, "_cmd_infer", command)
+    monkeypatch.setattr(_cli._infer, "run", command)
     code, _, err = run(capsys, "infer", "x.toml")
     assert code == 0
     assert err.strip().splitlines() == [
@@ -182,9 +179,16 @@ def test_train_linearity_equals_the_library(capsys, plan_spec):
 
 
 def test_train_fixed_replica_batch_grows_the_batch(capsys):
-    got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--scaling", "fixed-replica-batch")
+    got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--batch", "fixed-replica")
     base, big = got["scaling"]["points"]
-    assert big["global_batch"] == base["global_batch"] * 16 and big["micro_batches"] == base["micro_batches"]
+    assert big["global_batch"] == base["global_batch"] * 16 and big["dp"] == base["dp"] * 16
+    # the rule's default per-replica batch is the plan's own (global batch / dp at its own size)
+    plan = tr.load_plan(PLAN).plan
+    assert big["global_batch"] == plan.global_batch // plan.dp * big["dp"]
+    fixed = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--batch", "fixed-global=4096")
+    assert [p["global_batch"] for p in fixed["scaling"]["points"]] == [4096, 4096]
+    assert_one_line_error(*run(capsys, "train", PLAN, "--cards", 4096, "--batch", "fixed-everything")[::2],
+                          "train", "--batch", "fixed-global")
 
 
 def test_train_bad_model_files(capsys, tmp_path):
@@ -219,11 +223,11 @@ def test_train_bad_set(capsys, setting, needles):
 
 def test_set_into_an_array_of_tables():
     """``levels[1].bandwidth``: an element of an array of tables (the hardware files' links)."""
-    from markovsim._overrides import apply_overrides, load_document, parse_override, read_document
+    from markovsim._io import apply_overrides, parse_override, read_document
 
     hw = ROOT / "models" / "hardware" / "atlas_800t_a2.toml"
     doc = apply_overrides(read_document(hw), [parse_override("levels[1].bandwidth=12.5 GB/s")])
-    got = load_document(tr.load_hardware, doc, hw)
+    got = tr.hardware_from_document(doc)
     want = tr.load_hardware(hw)
     assert got.levels[1].bandwidth_bytes_per_s == 12.5e9
     assert got.levels[0] == want.levels[0] and got.levels[1].latency_s == want.levels[1].latency_s
@@ -374,7 +378,7 @@ def test_goodput_bad_model_files(capsys, tmp_path):
     job.write_text('cluster = "atlas800t_a2_10k"\nrecovery = "checkpoint_only"\ncheckpoint = 1\n')
     assert_one_line_error(*run(capsys, "goodput", job)[::2], "goodput", "'checkpoint'", "recovery.")
     job.write_text('cluster = "no_such_cluster"\nrecovery = "checkpoint_only"\n')
-    assert_one_line_error(*run(capsys, "goodput", job)[::2], "goodput", "no_such_cluster", "no such file")
+    assert_one_line_error(*run(capsys, "goodput", job)[::2], "goodput", "no_such_cluster", "not found")
     assert_one_line_error(*run(capsys, "goodput", "--recovery", RECOVERY)[::2], "goodput", "--cluster")
     other = tmp_path / "other.toml"
     other.write_text("x = 1\n")
@@ -469,9 +473,12 @@ def test_sweep_keeps_failed_points_visible(capsys, tmp_path):
     assert code == 0
     assert "1 of 2 points failed" in err and "global_batch" in err
     ds = xr.open_dataset(out)
-    assert int(ds["status"].sel(dp=64)) == 0 and int(ds["status"].sel(dp=100)) != 0
+    assert int(ds["status"].sel(dp=64)) == markovsim.PointStatus.OK
+    assert int(ds["status"].sel(dp=100)) == markovsim.PointStatus.INVALID_INPUT
+    assert ds["reason"].sel(dp=64).item() == "" and "dp=100" in ds["reason"].sel(dp=100).item()
+    assert "global_batch" in ds["reason"].sel(dp=100).item()
     assert math.isnan(float(ds["step_time_s"].sel(dp=100)))
-    assert ds.attrs["failed_points"] == 1 and "dp=100" in ds.attrs["errors"]
+    assert ds.attrs["failed_points"] == 1
     ds.close()
 
 
@@ -561,7 +568,8 @@ def test_validate_infer_case(capsys, tmp_path, infer_model):
 
 @pytest.mark.parametrize("extra, needles", [
     ('tpp = 8', ("'tpp'", "unknown key")),
-    ('[linearity]\nbaseline = 256\ncard = 4096', ("'card'", "unknown key")),
+    ('[linearity]\nbaseline = 256\nbatch = "fixed-global"\ncard = 4096', ("'card'", "unknown key")),
+    ('[linearity]\nbaseline = 256\ncards = 4096', ("linearity.batch", "required")),
     ('kind = "nonsense"', ("unknown kind",)),
 ])
 def test_validate_bad_train_case(capsys, tmp_path, extra, needles):
@@ -581,43 +589,6 @@ def test_validate_bad_infer_case_missing_unit(capsys, tmp_path):
 
 def test_validate_missing_file(capsys, tmp_path):
     assert_one_line_error(*run(capsys, "validate", tmp_path / "none.toml")[::2], "validate", "not found")
-
-
-# --------------------------------------------------------------------------- TOML writer
-
-
-def test_model_files_survive_the_round_trip_through_the_writer():
-    """Overridden documents are written back to TOML for the loaders: nothing may change."""
-    from markovsim._overrides import dumps_toml
-
-    files = sorted((ROOT / "models").rglob("*.toml"))
-    assert len(files) >= 8
-    for f in files:
-        doc = tomllib.loads(f.read_text())
-        assert tomllib.loads(dumps_toml(doc)) == doc, f
-
-
-def test_writer_round_trip_of_awkward_values():
-    from markovsim._overrides import dumps_toml
-
-    doc = {"a key": 'quote " and \\ and \n newline', "ünï": 1, "f": [1.5e-300, -0.0, 1e300],
-           "nested": {"t": {"deep": True}, "arr": [{"x": 1}, {"x": 2, "y": {"z": "w"}}]},
-           "mixed": [[1, 2], ["a"]], "inline": [{"k": 1}, 2], "inf": math.inf}
-    back = tomllib.loads(dumps_toml(doc))
-    assert back == doc
-
-
-_SCALARS = (st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-            | st.floats(allow_nan=False) | st.text(max_size=12))
-_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
-
-
-@given(st.dictionaries(st.text(max_size=6), _VALUES, max_size=5))
-def test_writer_round_trip_property(doc):
-    from markovsim._overrides import dumps_toml
-
-    assert tomllib.loads(dumps_toml(doc)) == doc
 
 
 # --------------------------------------------------------------------------- console script

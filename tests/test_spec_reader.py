@@ -1,9 +1,10 @@
-"""The strict TOML reader shared by every model file."""
+"""The strict TOML reader shared by every model file (markovsim._io; markovsim._spec is the
+deprecated old name of the same objects)."""
 
 import pytest
 
 import markovsim as ms
-from markovsim._spec import Table, parse_quantity
+from markovsim._io import Table, parse_quantity, recording_keys, resolve
 
 
 @pytest.mark.parametrize("text,kind,expected", [
@@ -35,3 +36,39 @@ def test_raw_without_types_accepts_booleans_and_typed_rejects_them():
 
 def test_optional_integer_with_minimum_may_be_absent():
     assert Table({}, "x").integer("n", None, minimum=1) is None
+
+
+def test_the_old_module_name_is_the_same_reader():
+    import markovsim._spec as old
+
+    assert old.Table is Table and old.parse_quantity is parse_quantity
+
+
+def test_a_table_with_a_schema_describes_every_key_it_reads():
+    doc = {"interval": "1 h", "tiers": [{"name": "a"}, {"name": "b", "coverage": 0.5}]}
+    with recording_keys() as found:
+        t = Table(doc, "", schema="demo", docs={"tiers[].name": "the tier's name"})
+        t.quantity("interval", "time", strictly_positive=True, doc="work between checkpoints")
+        for tier in t.tables("tiers"):
+            tier.text("name")
+            tier.probability("coverage", 1.0)
+        t.integer("count", 3, minimum=1)
+    got = {key: (i.kind, i.required, i.default, i.constraint, i.doc) for (_, key), i in found.items()}
+    assert got == {
+        "interval": ("time", True, "", "> 0", "work between checkpoints"),
+        "tiers": ("array of tables", True, "", "", ""),
+        "tiers[].name": ("text", True, "", "", "the tier's name"),
+        "tiers[].coverage": ("ratio", False, "1", "0 to 1", ""),
+        "count": ("integer", False, "3", ">= 1", ""),
+    }
+    Table(doc, "", schema="demo").raw("interval")     # outside recording_keys: nothing is kept
+    assert len(found) == 5
+
+
+def test_one_reference_rule(tmp_path):
+    assert resolve("ascend_tiered", folder="recovery").name == "ascend_tiered.toml"
+    assert resolve("mine.toml", folder="recovery", base=tmp_path) == tmp_path / "mine.toml"
+    assert resolve("sub/mine", folder="recovery", base=tmp_path) == tmp_path / "sub" / "mine"
+    assert resolve("mine.toml", folder="recovery") == __import__("pathlib").Path("mine.toml")
+    with pytest.raises(ms.SpecError, match=r"no preset 'nope' in models/recovery/ \(presets: ascend_tiered"):
+        resolve("nope", folder="recovery")

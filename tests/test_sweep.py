@@ -36,8 +36,8 @@ def test_values_match_direct_evaluation_at_every_point():
     assert ds["goodput"].dtype == np.float64
     for (i, a), (j, b) in itertools.product(enumerate(interval), enumerate(mtbf)):
         assert ds["goodput"].values[i, j] == pytest.approx(goodput_numpy(a, b), rel=1e-13)
-    assert (ds["status"].values == 0).all()
-    assert set(ds.data_vars) == {"goodput", "status"}
+    assert (ds["status"].values == 0).all() and (ds["reason"].values == "").all()
+    assert set(ds.data_vars) == {"goodput", "status", "reason"}
 
 
 @given(
@@ -66,23 +66,25 @@ def test_chunk_size_does_not_change_the_result():
 
 
 def test_scalar_output_is_named_after_the_function_or_value():
-    assert list(ms.sweep(goodput, interval_s=[600.0], mtbf_h=[2.0]).data_vars) == ["goodput", "status"]
+    assert list(ms.sweep(goodput, interval_s=[600.0], mtbf_h=[2.0]).data_vars) == ["goodput", "status", "reason"]
     ds = ms.sweep(lambda a: 2 * a, a=[1.0, 2.0])
     np.testing.assert_array_equal(ds["value"].values, [2.0, 4.0])
 
 
-def test_status_flags_each_non_finite_output():
+def test_status_and_reason_name_each_non_finite_output():
     def model(a, b):
         return {"ratio": a / b, "log_a": jnp.log(a), "count": jnp.int64(3)}
 
     ds = ms.sweep(model, a=[-1.0, 0.0, 1.0], b=[0.0, 1.0])
-    flags = dict(zip(ds["status"].attrs["flag_meanings"].split(), ds["status"].attrs["flag_masks"]))
-    assert set(flags) == {"count_not_finite", "log_a_not_finite", "ratio_not_finite"}
-    ratio, log_a = flags["ratio_not_finite"], flags["log_a_not_finite"]
-    expected = np.array([[ratio | log_a, log_a],     # -1/0 = -inf, log(-1) = nan
-                         [ratio | log_a, log_a],     # 0/0 = nan, log(0) = -inf
-                         [ratio, 0]])                # 1/0 = inf
-    np.testing.assert_array_equal(ds["status"].values, expected)
+    flags = dict(zip(ds["status"].attrs["flag_meanings"].split(), ds["status"].attrs["flag_values"]))
+    assert flags == {"ok": 0, "not_finite": 1, "invalid_input": 2, "failed": 3}
+    assert flags["not_finite"] == ms.PointStatus.NOT_FINITE
+    expected = np.array([["log_a, ratio", "log_a"],     # -1/0 = -inf, log(-1) = nan
+                         ["log_a, ratio", "log_a"],     # 0/0 = nan, log(0) = -inf
+                         ["ratio", ""]])                # 1/0 = inf
+    np.testing.assert_array_equal(ds["status"].values, np.where(expected == "", 0, 1))
+    np.testing.assert_array_equal(ds["reason"].values,
+                                  np.where(expected == "", "", np.char.add("not finite: ", expected)))
     assert ds["count"].dtype == np.int64
 
 
@@ -255,3 +257,65 @@ def test_sweep_plots_draw_the_data():
     assert ax.collections
     with pytest.raises(ValueError, match="dims"):
         plotting.plot_sweep(ds, "goodput", x="nope")
+
+
+# --------------------------------------------------------------------------- store integrity (issue 11, item 7)
+
+
+def test_a_deleted_or_swapped_chunk_is_detected_on_read_and_recomputed_on_resume(tmp_path):
+    """On 82057e9 a deleted chunk read back as NaN with status 0 and a swapped chunk as wrong
+    values, undetected. Now each chunk's checksum is checked on read and on resume."""
+    store = tmp_path / "s.zarr"
+    axes = dict(a=np.arange(8.0), b=np.array([1.0, 2.0]))
+    reference = ms.sweep(lambda a, b: {"s": a * b}, chunk_size=4, store=store, **axes)   # 4 chunks
+    xr.testing.assert_identical(ms.open_sweep(store), ms.sweep(lambda a, b: {"s": a * b}, **axes))
+    chunk_files = sorted(p for p in (store / "s").rglob("*") if p.is_file() and p.name != "zarr.json")
+    assert len(chunk_files) == 4
+    chunk_files[1].unlink()                                  # a deleted chunk
+    with pytest.raises(ms.InvalidParameterError, match=r"chunk 1 \(a\[2:4\]"):
+        ms.open_sweep(store)
+    with pytest.warns(ms.MarkovsimWarning, match="recomputing"):
+        resumed = ms.sweep(lambda a, b: {"s": a * b}, chunk_size=4, store=store, **axes)
+    xr.testing.assert_identical(resumed, reference)
+    ms.open_sweep(store)                                     # repaired
+    chunk_files[2].write_bytes(chunk_files[0].read_bytes())  # a swapped chunk: chunk 0's data in chunk 2
+    with pytest.raises(ms.InvalidParameterError, match="chunk 2"):
+        ms.open_sweep(store)
+
+
+def test_two_sweeps_cannot_write_one_store_at_once(tmp_path):
+    """On 82057e9 two sweeps writing one store at once mixed their chunks without a lock."""
+    store = tmp_path / "s.zarr"
+    axes = dict(a=np.arange(4.0), b=np.array([1.0]))
+
+    def model(a, b):
+        jax.debug.callback(lambda x: second(), a)   # a second sweep starts while the first runs
+        return {"s": a * b}
+
+    errors = []
+
+    def second():
+        if not errors:
+            try:
+                ms.sweep(lambda a, b: {"s": -a}, store=store, **axes)
+            except ms.InvalidParameterError as exc:
+                errors.append(str(exc))
+
+    ms.sweep(model, store=store, **axes)
+    assert errors and "another sweep is writing" in errors[0]
+    np.testing.assert_array_equal(ms.open_sweep(store)["s"].values[:, 0], np.arange(4.0))
+    assert not (tmp_path / "s.zarr.lock").exists()            # released
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    store = tmp_path / "s.zarr"
+    (tmp_path / "s.zarr.lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    ms.sweep(lambda a: {"s": a}, store=store, a=[1.0])
+    assert not (tmp_path / "s.zarr.lock").exists()

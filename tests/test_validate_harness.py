@@ -9,7 +9,7 @@ import pytest
 
 import markovsim as ms
 
-from markovsim import CaseResult, ValidationReport, register_case_kind, validate_cases
+from markovsim.validate import CaseResult, ValidationReport, register_case_kind, validate_cases
 
 HOUR, YEAR = ms.HOUR, ms.YEAR
 
@@ -182,3 +182,119 @@ def test_validation_plot():
             CaseResult("b", "k", "x", 2.0, 2.0, 0.0, 0.0, "5 %", True))
     ax = plotting.plot_validation(ValidationReport("f.toml", rows))
     assert len(ax.collections) == 2 and len(ax.get_lines()) == 1
+
+
+# --------------------------------------------------------------------------- roles, units, references
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+PLAN = ROOT / "models" / "plans" / "pangu_ultra_135b_8k.toml"
+
+
+def test_fit_cases_are_listed_apart_and_holdout_cases_summarised_on_their_own(tmp_path):
+    path = write(tmp_path, """
+        tolerance = "1 %"
+        [[case]]
+        name = "calibrated on"
+        role = "fit"
+        kind = "toy_unit"
+        unit = { mtbf = "9 h", mttr = "1 h" }
+        [case.expect]
+        availability = 0.9
+        [[case]]
+        name = "held out"
+        role = "holdout"
+        kind = "toy_unit"
+        unit = { mtbf = "9 h", mttr = "1 h" }
+        [case.expect]
+        availability = 0.92
+        [[case]]
+        name = "plain"
+        kind = "toy_unit"
+        unit = { mtbf = "99 h", mttr = "1 h" }
+        [case.expect]
+        availability = 0.99
+        """)
+    report = validate_cases(path)
+    assert [r.role for r in report.rows] == ["fit", "holdout", "check"]
+    # the evidence is the holdout and check rows; the fit row is never evidence
+    assert [r.case for r in report.evidence] == ["held out", "plain"]
+    assert report.max_error == pytest.approx(abs(0.9 - 0.92) / 0.92)
+    holdout = report.role_summary("holdout")
+    assert holdout["n"] == 1 and holdout["n_failed"] == 1
+    text = report.format_table()
+    assert "fit cases (an input was calibrated on these figures; not evidence)" in text
+    assert "holdout cases only: 0/1 outputs within tolerance" in text
+    assert text.index("calibrated on") > text.index("plain")          # fit rows come apart, after
+    d = report.to_dict()
+    assert set(d["by_role"]) == {"fit", "holdout", "check"} and d["summary"]["n"] == 2
+    with pytest.raises(ms.SpecError, match="role='train'.*'check', 'holdout', 'fit'"):
+        validate_cases(write(tmp_path, 'kind = "toy_unit"\nrole = "train"\ntolerance = 0.1\n[expect]\na = 1\n'))
+
+
+def test_a_tolerance_with_a_unit_of_another_kind_is_refused(tmp_path):
+    """Issue 11, item 6: on 82057e9 ``tolerance = "5 GB"`` on a time output let a 43 % error pass."""
+    step = validate_cases(write(tmp_path, f"""
+        kind = "train"
+        tolerance = "1 %"
+        model_file = "{PLAN.as_posix()}"
+        [expect]
+        pipeline_bubble_fraction = "6.8 %"
+        """)).rows[0]
+    assert step.passed
+    for tolerance, needles in [('"5 GB"', "tolerance is a data but output 'step_time_s' is in 's'"),
+                               ('"2 /h"', "tolerance is a rate"), ('"3 TFLOP/s"', "tolerance is a compute")]:
+        text = f"""
+            kind = "train"
+            tolerance = "1 %"
+            model_file = "{PLAN.as_posix()}"
+            [expect]
+            step_time_s = {{ value = "10 s", tolerance = {tolerance} }}
+            """
+        with pytest.raises(ms.SpecError, match=needles.replace("(", r"\(")):
+            validate_cases(write(tmp_path, text))
+    # a reported value in the wrong kind of unit is refused too; the right kind is fine
+    with pytest.raises(ms.SpecError, match="reported value is a data"):
+        validate_cases(write(tmp_path, f'kind = "train"\ntolerance = "1 %"\nmodel_file = "{PLAN.as_posix()}"\n'
+                                       '[expect]\nstep_time_s = "5 GB"\n'))
+    with pytest.raises(ms.SpecError, match="does not predict 'step_time'"):
+        validate_cases(write(tmp_path, f'kind = "train"\ntolerance = "1 %"\nmodel_file = "{PLAN.as_posix()}"\n'
+                                       '[expect]\nstep_time = "5 s"\n'))
+    row = validate_cases(write(tmp_path, f"""
+        kind = "train"
+        model_file = "{PLAN.as_posix()}"
+        tolerance = "1 %"
+        [expect]
+        step_time_s = {{ value = "{1.43 * step.predicted}", tolerance = "1 h" }}
+        """)).rows[0]
+    assert row.passed and row.tolerance == "1 h"     # an absolute time tolerance on a time: allowed
+
+
+def test_an_inline_train_case_and_references_relative_to_the_case_file(tmp_path):
+    """On 82057e9 an inline train case failed with 'name: required key is missing', and a
+    case's cluster = "x.toml" resolved against the working directory."""
+    import markovsim.training as tr
+
+    want = tr.plan_outputs(tr.load_plan(PLAN))["pipeline_bubble_fraction"]
+    inline = {k: v for k, v in __import__("tomllib").loads(PLAN.read_text()).items() if k != "name"}
+    lines = [f"{k} = {v!r}" if not isinstance(v, (bool, dict)) else "" for k, v in inline.items()]
+    body = "\n".join(line.replace("'", '"') for line in lines if line)
+    [row] = validate_cases(write(tmp_path, f'kind = "train"\ntolerance = "1 %"\n{body}\n'
+                                           f'sequence_parallel = true\n[efficiency]\n'
+                                           + "\n".join(f"{k} = {v}" for k, v in inline["efficiency"].items())
+                                           + f'\n[expect]\npipeline_bubble_fraction = {want}\n')).rows
+    assert row.predicted == pytest.approx(want, rel=1e-12)
+    # a goodput case whose recovery file sits beside the case file, run from elsewhere
+    sub = tmp_path / "cases"
+    sub.mkdir()
+    (sub / "r.toml").write_text((ROOT / "models" / "recovery" / "checkpoint_only.toml").read_text())
+    case = write(sub, 'kind = "goodput"\ntolerance = "50 %"\ncluster = "atlas800t_a2_10k"\nrecovery = "r.toml"\n'
+                      'cards = 1024\n[expect]\navailability = 0.9\n')
+    import markovsim.availability as av
+
+    expected = float(av.analyze(av.load_model("atlas800t_a2_10k", "checkpoint_only", cards=1024)).availability)
+    assert validate_cases(case).rows[0].predicted == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_old_top_level_names_still_work_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="markovsim.validate.validate_cases"):
+        assert ms.validate_cases is validate_cases

@@ -57,6 +57,23 @@ from ._spec import (
     load_model as load_model,
     load_recovery as load_recovery,
 )
+from ._spec import (
+    cluster_from_document as cluster_from_document,
+    faults_from_document as faults_from_document,
+    recovery_from_document as recovery_from_document,
+)
+from ._job import (
+    JOB_OUTPUT_UNITS as JOB_OUTPUT_UNITS,
+    JOB_REFERENCES as JOB_REFERENCES,
+    MODEL_KIND as MODEL_KIND,
+    Job as Job,
+    is_cluster as is_cluster,
+    is_job as is_job,
+    is_recovery as is_recovery,
+    job_from_document as job_from_document,
+    job_outputs as job_outputs,
+    load_job as load_job,
+)
 from ._topology import (
     ClusterShape as ClusterShape,
     FatTree as FatTree,
@@ -81,3 +98,6 @@ __all__ = [
     # Monte-Carlo twin
     "SimulationResult", "simulate",
 ]
+__all__ += ["cluster_from_document", "faults_from_document", "recovery_from_document"]
+__all__ += ["JOB_OUTPUT_UNITS", "JOB_REFERENCES", "MODEL_KIND", "Job", "is_cluster", "is_job", "is_recovery",
+            "job_from_document", "job_outputs", "load_job"]

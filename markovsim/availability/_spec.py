@@ -31,12 +31,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, SpecError
-from .._spec import Table, load_toml
+from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
+from ._keydocs import KEY_DOCS
 from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
 from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
 from ._topology import SCOPES, ClusterShape, FatTree
 
-__all__ = ["RecoveryPlan", "load_cluster", "load_faults", "load_recovery", "load_model", "build_model"]
+__all__ = ["RecoveryPlan", "load_cluster", "load_faults", "load_recovery", "load_model", "build_model",
+           "faults_from_document", "cluster_from_document", "recovery_from_document", "CLUSTER_REFERENCES"]
+
+#: the keys of a cluster file that name other model files
+CLUSTER_REFERENCES = {"faults": Reference("faults")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +83,15 @@ def _wrap(fn, path):
 
 
 def load_faults(path: str | Path) -> FaultCatalogue:
-    """Read a fault catalogue file (see the module docstring)."""
-    path = Path(path)
-    top = load_toml(path)
+    """Read a fault catalogue file (a path, or the bare name of a preset in ``models/faults/``)."""
+    return load_with(faults_from_document, path, folder="faults")
+
+
+@reads_document
+def faults_from_document(doc: dict, *, where: str = "faults", base: Path | None = None) -> FaultCatalogue:
+    """A fault catalogue from its document (see the module docstring); errors name ``where``."""
+    path = where
+    top = Table(doc, "", schema="faults", docs=KEY_DOCS["faults"])
     top.text("name", "")
     comps = []
     for t in top.tables("components"):
@@ -112,15 +123,25 @@ def load_faults(path: str | Path) -> FaultCatalogue:
 
 
 def load_cluster(path: str | Path) -> tuple[ClusterShape, FaultCatalogue]:
-    """Read a cluster file and the fault catalogue it names."""
-    path = Path(path)
-    t = load_toml(path)
+    """Read a cluster file (a path, or a bare name in ``models/clusters/``) and the fault
+    catalogue it names."""
+    return load_with(cluster_from_document, path, folder="clusters")
+
+
+@reads_document
+def cluster_from_document(doc: dict, *, where: str = "cluster",
+                          base: Path | None = None) -> tuple[ClusterShape, FaultCatalogue]:
+    """A cluster and its fault catalogue from the cluster's document. ``faults`` names a file
+    (relative to ``base``, the cluster file's directory, or a bare preset name) or is the
+    catalogue inline."""
+    path = where
+    t = Table(doc, "", schema="cluster", docs=KEY_DOCS["cluster"])
     name = t.text("name")
     cards = t.integer("cards", minimum=1)
     per_node = t.integer("cards_per_node", minimum=1)
     per_super = t.integer("nodes_per_supernode", 1, minimum=1)
     optics_super = t.quantity("optical_modules_per_supernode", "ratio", 0.0)
-    faults = t.text("faults")
+    faults = t.raw("faults", types=(str, dict))
     net = t.table("network")
     net.text("kind", choices=("fat_tree",))
     tree = FatTree(radix=net.integer("radix", minimum=2), levels=net.integer("levels", minimum=1) if "levels" in net else None,
@@ -131,16 +152,22 @@ def load_cluster(path: str | Path) -> tuple[ClusterShape, FaultCatalogue]:
     shape = _wrap(lambda: ClusterShape(name=name, cards=cards, cards_per_node=per_node,
                                        nodes_per_supernode=per_super, network=tree,
                                        optical_modules_per_supernode=optics_super).validate(), path)
-    return shape, load_faults(path.parent / faults)
+    catalogue = reference(faults, folder="faults", base=base_of(doc, base), where="faults")
+    return shape, faults_from_document(catalogue, where=label("faults", catalogue), base=base_of(doc, base))
 
 
 _PHASES = ("detection", "isolation", "rescheduling", "comm_setup_base", "compile", "degraded_time")
 
 
 def load_recovery(path: str | Path) -> RecoveryPlan:
-    """Read a recovery-plan file (see the module docstring)."""
-    path = Path(path)
-    top = load_toml(path)
+    """Read a recovery-plan file (a path, or a bare name in ``models/recovery/``)."""
+    return load_with(recovery_from_document, path, folder="recovery")
+
+
+@reads_document
+def recovery_from_document(doc: dict, *, where: str = "recovery", base: Path | None = None) -> RecoveryPlan:
+    """A recovery plan from its document (see the module docstring); errors name ``where``."""
+    top = Table(doc, "", schema="recovery", docs=KEY_DOCS["recovery"])
     name = top.text("name")
     step = top.quantity("step_time", "time", strictly_positive=True)
     raw = top.tables("tiers")
@@ -259,8 +286,9 @@ def load_model(cluster: str | Path, recovery: str | Path, *, cards: int | None =
     """Load a cluster file (with its faults) and a recovery file into a model.
 
     Args:
-        cluster: path of a ``models/clusters/*.toml`` file.
-        recovery: path of a ``models/recovery/*.toml`` file.
+        cluster: a cluster file, or the bare name of a preset in ``models/clusters/``
+            (``"atlas800t_a2_10k"``).
+        recovery: a recovery file, or a bare name in ``models/recovery/``.
         cards: cards of the job (default: the whole cluster).
 
     Raises:

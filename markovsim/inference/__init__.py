@@ -49,3 +49,13 @@ __all__ = [
     "ElasticContinuation", "FastRestart", "HardwareRepair", "InstanceRestart", "RecoveryTiers", "Tier",
     "TokenRetry", "TrafficSwitch",
 ]
+
+from ._spec import inference_model_from_document as inference_model_from_document  # noqa: E402
+from ._outputs import (  # noqa: E402
+    FLEET_OUTPUT_UNITS as FLEET_OUTPUT_UNITS,
+    MODEL_KIND as MODEL_KIND,
+    fleet_outputs as fleet_outputs,
+    fleet_results as fleet_results,
+)
+
+__all__ += ["inference_model_from_document", "FLEET_OUTPUT_UNITS", "MODEL_KIND", "fleet_outputs", "fleet_results"]

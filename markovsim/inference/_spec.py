@@ -16,13 +16,14 @@ import dataclasses
 from pathlib import Path
 
 from .._errors import SpecError
-from .._spec import Table, load_toml
+from .._io import Table, load_with, reads_document
+from ._keydocs import KEY_DOCS
 from ._fleet import Fleet
 from ._frontier import DecodeMemoryModel, decode_batch_per_device, decode_tokens_per_s_per_card
 from ._tiers import (ElasticContinuation, FastRestart, HardwareRepair, InstanceRestart, RecoveryTiers,
                      TokenRetry, TrafficSwitch)
 
-__all__ = ["Layout", "InferenceModel", "load_inference_model"]
+__all__ = ["Layout", "InferenceModel", "load_inference_model", "inference_model_from_document"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +140,7 @@ def load_inference_model(path: str | Path) -> InferenceModel:
     """Read an inference model file (see ``models/inference/*.toml``).
 
     Args:
-        path: the TOML file.
+        path: the TOML file, or the bare name of a preset in ``models/inference/``.
 
     Returns:
         :class:`InferenceModel` with validated fleets and tiers.
@@ -147,11 +148,15 @@ def load_inference_model(path: str | Path) -> InferenceModel:
     Raises:
         SpecError: unknown keys, missing units, values out of range (the message names the field).
     """
-    root = load_toml(path)
-    try:
-        return _read(root)
-    except SpecError as exc:
-        raise SpecError(f"{path}: {exc}") from None
+    return load_with(inference_model_from_document, path, folder="inference")
+
+
+@reads_document
+def inference_model_from_document(doc: dict, *, where: str = "inference model",
+                                  base: Path | None = None) -> InferenceModel:
+    """An inference model from its document (see :func:`load_inference_model`); errors name
+    ``where``."""
+    return _read(Table(doc, "", schema="inference", docs=KEY_DOCS["inference"]))
 
 
 def _read(root: Table) -> InferenceModel:

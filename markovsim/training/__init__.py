@@ -6,7 +6,7 @@ the pipeline timeline (``_pipeline``), parameter and FLOP counting and the MFU c
 (``_workload``), the operators and their kernel model (``_operators``, ``_hardware``), the
 alpha-beta collective costs (``_collectives``), memory (``_memory``), the step-time model
 (``_step``), linearity and its batch rules (``_linearity``), calibration (``_calibrate``) and
-the ``train`` validation case (``_cases``).
+the ``train`` model kind and validation case (``_outputs``).
 """
 
 from ._collectives import (
@@ -38,13 +38,22 @@ from ._plan import (
     Precision as Precision,
     validate_plan as validate_plan,
 )
-from ._memory import MemoryBreakdown as MemoryBreakdown, memory_breakdown as memory_breakdown
-from ._operators import Operator as Operator, operator_table as operator_table
+from ._inspect import (
+    MemoryBreakdown as MemoryBreakdown,
+    Operator as Operator,
+    memory_breakdown as memory_breakdown,
+    operator_table as operator_table,
+)
 from ._spec import (
     PlanSpec as PlanSpec,
     load_hardware as load_hardware,
     load_plan as load_plan,
     load_workload as load_workload,
+)
+from ._spec import (
+    hardware_from_document as hardware_from_document,
+    plan_from_document as plan_from_document,
+    workload_from_document as workload_from_document,
 )
 from ._step import (
     PLAN_KEYS as PLAN_KEYS,
@@ -75,13 +84,8 @@ from ._calibrate import (
     Run as Run,
     calibrate as calibrate,
     predict as predict,
-    runs_from_cases as runs_from_cases,
-)
-from ._cases import (
-    OUTPUT_UNITS as OUTPUT_UNITS,
     ROLES as ROLES,
-    breakdown_outputs as breakdown_outputs,
-    case_outputs as case_outputs,
+    runs_from_cases as runs_from_cases,
 )
 from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans
 from ._straggler import (
@@ -131,3 +135,15 @@ __all__ = [
     "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",
     "implied_exposed_share", "pipeline_makespans",
 ]
+__all__ += ["hardware_from_document", "plan_from_document", "workload_from_document"]
+__all__ += ["DEFAULT_BOUNDS", "Calibration", "ROLES", "Run", "calibrate", "predict", "runs_from_cases"]
+
+from ._outputs import (  # noqa: E402
+    MODEL_KIND as MODEL_KIND,
+    PLAN_OUTPUT_UNITS as PLAN_OUTPUT_UNITS,
+    batch_rule as batch_rule,
+    linearity_points as linearity_points,
+    plan_outputs as plan_outputs,
+)
+
+__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_points", "plan_outputs"]

@@ -28,13 +28,16 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from .._errors import InvalidParameterError, SpecError
-from .._spec import Table, parse_quantity
-from ._cases import ROLES, breakdown_outputs, case_spec
+from .._io import parse_quantity
+from ._outputs import plan_outputs
 from ._hardware import KERNEL_PARAMETERS, KernelModel
-from ._spec import PlanSpec
+from ._spec import PlanSpec, plan_from_document
 from ._step import step_time
 
-__all__ = ["Run", "Calibration", "calibrate", "runs_from_cases", "predict", "DEFAULT_BOUNDS"]
+__all__ = ["Run", "Calibration", "calibrate", "runs_from_cases", "predict", "DEFAULT_BOUNDS", "ROLES"]
+
+#: the roles a case may have (as in :mod:`markovsim.validate`)
+ROLES = ("fit", "holdout", "check")
 
 #: bounds of each constant during a fit
 DEFAULT_BOUNDS = {
@@ -62,7 +65,7 @@ def predict(run: Run, kernels: KernelModel | None = None) -> float:
     spec = run.spec
     hw = spec.hardware if kernels is None else spec.hardware.replace(kernels=kernels)
     b = step_time(spec.workload, hw, spec.plan, efficiency=spec.efficiency)
-    out = breakdown_outputs(spec, b)
+    out = plan_outputs(spec, b)
     if run.output not in out:
         raise InvalidParameterError(f"run {run.name!r}: output {run.output!r} is not predicted; expected one of "
                                     f"{', '.join(sorted(out))}")
@@ -174,7 +177,7 @@ def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel 
                        on_bound, kernels, tuple(r.name for r in runs), tuple(map(float, fit.fun)), bool(fit.success))
 
 
-_META = ("name", "kind", "tolerance", "source", "expect")
+_META = ("name", "kind", "tolerance", "source", "expect", "role", "linearity")
 
 
 def _value(value, output: str, where: str) -> float:
@@ -201,8 +204,8 @@ def runs_from_cases(path: str | Path, *, role: str = "fit") -> list[Run]:
         where = f"{path.name}: case[{i}]"
         if "model_file" in case:
             raise SpecError(f"{where}.model_file: runs_from_cases reads self-contained cases only")
-        model = Table({k: v for k, v in case.items() if k not in _META}, where)
-        spec, _, lin = case_spec(model)
+        doc = {k: v for k, v in case.items() if k not in _META}
+        spec = plan_from_document(doc, where=where, base=path.parent)
         for output, value in case.get("expect", {}).items():
             if output == "linearity":
                 continue

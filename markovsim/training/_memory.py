@@ -44,14 +44,13 @@ does not fit is reported, not refused.
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 
 from ._pipeline import SCHEDULE_CODES, Schedule
 from ._workload import Recompute
 
-__all__ = ["MemoryBreakdown", "memory_breakdown"]
+__all__ = ["activation_bytes_per_layer", "in_flight", "state_bytes"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
 
@@ -118,45 +117,3 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
     return weights, grads, optimizer
 
 
-@dataclasses.dataclass(frozen=True)
-class MemoryBreakdown:
-    """Bytes per rank on the fullest (first) pipeline stage, and whether it fits.
-
-    ``usable_bytes`` = ``usable_memory`` x HBM; ``fits`` = ``total <= usable_bytes``.
-    """
-
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    total: float
-    usable_bytes: float
-    fits: bool
-
-
-def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBreakdown:
-    """Memory of ``plan`` per rank (module docstring), as a number with a ``fits`` flag.
-
-    >>> from markovsim.training import load_plan
-    >>> spec = load_plan("pangu_ultra_135b_8k")
-    >>> m = memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
-    >>> m.fits, round(m.total / 2**30, 1) == round(m.weights / 2**30 + m.gradients / 2**30 + m.optimizer / 2**30 + m.activations / 2**30, 1)
-    (True, True)
-    """
-    from ._hardware import Efficiency
-    from ._step import _plan_arrays, kernel_constants, stage_shares
-
-    eff = Efficiency() if efficiency is None else efficiency
-    from ._plan import validate_plan
-
-    validate_plan(workload, plan)
-    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
-    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
-    sh = stage_shares(c, q, np)
-    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np)
-    dense, moe = activation_bytes_per_layer(c, q, np)
-    m = q["gbs"] / (q["dp"] * q["mb"])
-    act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
-    total = float(weights + grads + opt + act)
-    usable = eff.usable_memory * hardware.hbm_bytes
-    return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)

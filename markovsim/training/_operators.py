@@ -52,7 +52,6 @@ arrays) and the array namespace, so the same formulas serve the vectorised kerne
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 
@@ -60,7 +59,7 @@ from ._hardware import Hardware, KernelModel
 from ._plan import AttentionKernel, Plan, Precision, validate_plan
 from ._workload import Attention, FFNKind, Recompute, Workload
 
-__all__ = ["Operator", "operator_table", "workload_operator_constants"]
+__all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
 
 _BF16 = 2.0
 #: recompute codes (the order of :class:`Recompute`)
@@ -198,72 +197,6 @@ def layer_times(c, q, xp):
     return dict(dense=dense_layer, moe=moe_layer, logit=logit)
 
 
-@dataclasses.dataclass(frozen=True)
-class Operator:
-    """One operator of a layer, per micro-batch on one rank.
-
-    Attributes:
-        name: the operator (``qkv``, ``attn_out``, ``ffn_in``, ``attention_core``, ...).
-        where: ``attn``, ``dense``, ``moe``, ``logit`` (which layers hold it) or
-            ``elementwise``.
-        shape: ``(M, N, K)`` of one GEMM (``None`` for other operators).
-        count: GEMMs of that shape (e.g. local experts).
-        flops: forward FLOPs, all counted GEMMs.
-        forward_s: forward seconds on the hardware's kernel model.
-        backward_s: backward seconds.
-    """
-
-    name: str
-    where: str
-    shape: tuple[float, float, float] | None
-    count: float
-    flops: float
-    forward_s: float
-    backward_s: float
-
-
-def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[Operator, ...]:
-    """The per-layer operator list of ``plan`` with shapes, FLOPs and times (module
-    docstring), for one micro-batch on one rank; operators absent from the model (MLA
-    projections of a GQA model, experts of a dense one) are left out.
-
-    Raises:
-        InvalidParameterError: the hardware has no fitted kernel model, or a bad plan.
-    """
-    from .._errors import InvalidParameterError
-    from ._step import _plan_arrays, kernel_constants
-
-    validate_plan(workload, plan)
-    if hardware.kernels is None:
-        raise InvalidParameterError(
-            f"{hardware.name}: no fitted kernel model ([kernels] in its file): the operator table "
-            "needs one")
-    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
-    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
-    fp8 = q["fp8"] > 0
-    peak = float(np.where(fp8, c["peak_fp8"], c["peak"]))
-    elem = 1.0 if fp8 else _BF16
-    rows = []
-    for name, where, M, N, K, count in _gemms(c, q, np):
-        cnt = float(count)
-        if cnt <= 0 or float(M) <= 0 or (where == "moe" and workload.moe is None):
-            continue
-        if where == "dense" and workload.moe is not None and workload.moe_layers == workload.layers:
-            continue
-        t = float(_gemm_time(M, N, K, count, peak, c, elem))
-        rows.append(Operator(name, where, (float(M), float(N), float(K)), cnt, float(2 * M * N * K * count),
-                             t, 2.0 * t))
-    core_f, core_b = _attention_core(c, q, np)
-    s, cp, b, t = c["seq"], q["cp"], q["mb"], q["tp"]
-    flops = float(2.0 * b * (s / cp) * s * (c["heads"] / t) * (c["d_qk"] + c["d_v"]))
-    rows.append(Operator("attention_core", "attn", None, 1.0, flops, float(core_f), float(core_b)))
-    common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, np)
-    bw = float(c["mem_bw"])
-    for name, where, by in (("norms_residuals_dropout", "attn", common), ("activation", "dense", dense_b),
-                            ("moe_permute_activation", "moe", moe_b), ("cross_entropy", "logit", logit_b / 3.0)):
-        if float(by) > 0 and not (where == "moe" and workload.moe is None):
-            rows.append(Operator(name, "elementwise", None, 1.0, 0.0, float(by) / bw, 2.0 * float(by) / bw))
-    return tuple(rows)
 
 
 def kernel_model_constants(hardware: Hardware, kernels: KernelModel) -> dict:

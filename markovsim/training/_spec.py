@@ -1,8 +1,10 @@
 """Model files (TOML) for workloads, hardware and parallel plans.
 
 Files live in ``models/workloads``, ``models/hardware`` and ``models/plans``; a loader
-takes a path or the bare name of a file there (``"pangu_ultra_135b"``). Every number in
-those files carries a source comment. Reading is strict (unknown keys, missing units and
+takes a path or the bare name of a file there (``"pangu_ultra_135b"``). A plan names its
+workload and hardware by bare name, by a path relative to the plan file, or inline as a
+table (``markovsim._io``'s reference rule). Every number in those files carries a source
+comment. Reading is strict (unknown keys, missing units and
 bad values raise :class:`markovsim.SpecError` naming the file and the key).
 
 A plan names its workload and hardware by file (a path relative to the plan file, or a
@@ -16,34 +18,19 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .._errors import MarkovsimError, SpecError
-from .._spec import Table, load_toml
+from .._errors import SpecError
+from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
+from ._keydocs import KEY_DOCS
 from ._hardware import Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
-__all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "MODELS_DIR"]
+__all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_from_document",
+           "hardware_from_document", "plan_from_document", "PLAN_REFERENCES"]
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
-
-
-def _path(name_or_path, kind: str, base: Path | None = None) -> Path:
-    p = Path(name_or_path)
-    if base is not None and not p.is_absolute() and (base / p).is_file():
-        return base / p
-    if p.suffix == ".toml" or p.exists():
-        return p
-    return MODELS_DIR / kind / f"{name_or_path}.toml"
-
-
-def _wrap(path: Path, fn):
-    try:
-        return fn(load_toml(path))
-    except SpecError as exc:
-        raise SpecError(f"{path}: {exc}") from None
-    except MarkovsimError as exc:
-        raise SpecError(f"{path}: {exc}") from None
+#: the keys of a plan file that name other model files
+PLAN_REFERENCES = {"workload": Reference("workloads"), "hardware": Reference("hardware")}
 
 
 def _flag(t: Table, key: str, default: bool) -> bool:
@@ -85,8 +72,13 @@ def _workload(t: Table) -> Workload:
 
 def load_workload(name_or_path) -> Workload:
     """Read a workload file (``models/workloads/<name>.toml`` or a path)."""
-    path = _path(name_or_path, "workloads")
-    return _wrap(path, _workload)
+    return load_with(workload_from_document, name_or_path, folder="workloads")
+
+
+@reads_document
+def workload_from_document(doc: dict, *, where: str = "workload", base: Path | None = None) -> Workload:
+    """A workload from its document; errors name ``where``."""
+    return _workload(Table(doc, "", schema="workload", docs=KEY_DOCS["workload"]))
 
 
 _DIRECTIONS = {"per-direction": 1.0, "bidirectional": 0.5}
@@ -135,7 +127,13 @@ def _hardware(t: Table) -> Hardware:
 
 def load_hardware(name_or_path) -> Hardware:
     """Read a hardware file (``models/hardware/<name>.toml`` or a path)."""
-    return _wrap(_path(name_or_path, "hardware"), _hardware)
+    return load_with(hardware_from_document, name_or_path, folder="hardware")
+
+
+@reads_document
+def hardware_from_document(doc: dict, *, where: str = "hardware", base: Path | None = None) -> Hardware:
+    """A hardware description from its document; errors name ``where``."""
+    return _hardware(Table(doc, "", schema="hardware", docs=KEY_DOCS["hardware"]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,14 +161,11 @@ def _efficiency(t: Table) -> Efficiency:
     return Efficiency(**values).validate()
 
 
-def _reference(t: Table, key: str, kind: str, reader, base: Path | None):
+def _named(t: Table, key: str, folder: str, base: Path | None, read):
     """A workload or hardware named by file (relative to ``base``, else a bare preset name)
     or written inline as a table."""
-    value = t.raw(key, types=(str, dict))
-    if isinstance(value, dict):
-        return reader(Table(value, f"{t.where}.{key}" if t.where else key))
-    path = _path(value, kind, base)
-    return _wrap(path, reader)
+    doc = reference(t.raw(key, types=(str, dict)), folder=folder, base=base, where=key)
+    return read(doc, where=label(key, doc), base=base_of(doc, base))
 
 
 def _choice(t: Table, key: str, enum, default):
@@ -180,8 +175,8 @@ def _choice(t: Table, key: str, enum, default):
 def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
     """The fields of a plan document (entry points: :func:`load_plan`, the ``train`` case
     kind). ``name`` is optional (default: workload on hardware)."""
-    workload = _reference(t, "workload", "workloads", _workload, base)
-    hardware = _reference(t, "hardware", "hardware", _hardware, base)
+    workload = _named(t, "workload", "workloads", base, workload_from_document)
+    hardware = _named(t, "hardware", "hardware", base, hardware_from_document)
     plan = Plan(
         tp=t.integer("tp", minimum=1), pp=t.integer("pp", minimum=1), dp=t.integer("dp", minimum=1),
         global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
@@ -196,7 +191,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32),
     )
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
-    name = t.text("name", f"{workload.name} on {plan.world_size} x {hardware.name}")
+    name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"
     t.finish()
     from ._plan import validate_plan
 
@@ -206,7 +201,13 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
 
 def load_plan(name_or_path) -> PlanSpec:
     """Read a plan file (``models/plans/<name>.toml`` or a path) with its workload and
-    hardware (files named relative to the plan file, bare preset names, or inline tables)
-    and its efficiency inputs."""
-    path = _path(name_or_path, "plans")
-    return _wrap(path, lambda t: _plan_spec(t, path.resolve().parent))
+    hardware (bare preset names, paths relative to the plan file, or inline tables) and its
+    efficiency inputs."""
+    return load_with(plan_from_document, name_or_path, folder="plans")
+
+
+@reads_document
+def plan_from_document(doc: dict, *, where: str = "plan", base: Path | None = None) -> PlanSpec:
+    """A plan with its workload and hardware from the plan's document; references resolve
+    against ``base`` (the plan file's directory); errors name ``where``."""
+    return _plan_spec(Table(doc, "", schema="plan", docs=KEY_DOCS["plan"]), base)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import markovsim
-from markovsim._spec import Table
-from markovsim._validate_harness import _REGISTRY
-from markovsim.training import (FixedGlobalBatch, OUTPUT_UNITS, case_outputs, load_plan, scaling_curve, step_time)
+from markovsim.training import (FixedGlobalBatch, MODEL_KIND, PLAN_OUTPUT_UNITS, load_plan, scaling_curve,
+                                step_time)
+from markovsim.validate import validate_cases
 
 SUITE = Path(__file__).resolve().parents[2] / "models" / "cases" / "gpu_training_runs.toml"
 INLINE = {
@@ -18,17 +18,19 @@ INLINE = {
 }
 
 
-def test_inline_case_needs_no_name_and_reads_its_role():
-    out = case_outputs(Table(dict(INLINE, role="holdout"), "case"))
-    assert set(out) <= set(OUTPUT_UNITS) and out["cards"] == 8
+def case(doc):
+    return MODEL_KIND.case(doc, where="case", base=None)
+
+
+def test_inline_case_needs_no_name_and_its_parts_sum_to_the_step():
+    out = case(dict(INLINE))
+    assert set(out) <= set(PLAN_OUTPUT_UNITS) and out["cards"] == 8
     assert 0 < out["mfu"] < 1 and out["fits"] == 1.0
     assert out["step_time_s"] == pytest.approx(sum(out[f"{p}_s"] for p in (
         "compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer", "grad_norm",
         "sync", "overhead", "data_loading", "straggler")), rel=1e-12)
-    with pytest.raises(markovsim.SpecError, match="role"):
-        case_outputs(Table(dict(INLINE, role="train"), "case"))
     with pytest.raises(markovsim.SpecError, match="width"):
-        case_outputs(Table(dict(INLINE, width=3), "case"))
+        case(dict(INLINE, width=3))
 
 
 def test_linearity_table_uses_the_explicit_rule():
@@ -38,7 +40,7 @@ def test_linearity_table_uses_the_explicit_rule():
            "attention_kernel": "unfused", "zero_stage": 0, "grad_reduce": "bf16",
            "efficiency": {"dp_overlap": 0.0, "tp_overlap": 0.0},
            "linearity": {"baseline": 256, "batch": "fixed-global", "sequences": 1536}}
-    out = case_outputs(Table(doc, "case"))
+    out = case(doc)
     curve = scaling_curve(spec.workload, spec.hardware, spec.plan, [256, 1024], batch=FixedGlobalBatch(1536),
                           efficiency=spec.efficiency)
     assert out["linearity"] == pytest.approx(float(curve.linearity[1]), rel=1e-12)
@@ -46,13 +48,11 @@ def test_linearity_table_uses_the_explicit_rule():
                                                          efficiency=spec.efficiency).step_time, rel=1e-12)
 
 
-def test_the_suite_and_the_example_run_through_the_harness(monkeypatch):
-    """With the domain's kind registered, today's harness runs the suite (the ``role`` key is
-    read by the kind until the harness reports roles itself)."""
-    monkeypatch.setitem(_REGISTRY, "train", case_outputs)
-    report = markovsim.validate_cases(SUITE)
+def test_the_suite_and_the_example_run_through_the_harness():
+    report = validate_cases(SUITE)
     assert len(report.rows) >= 40
     assert all(np.isfinite(r.predicted) for r in report.rows)
-    example = markovsim.validate_cases(SUITE.parent / "example.toml")
+    assert {r.role for r in report.rows} >= {"fit", "holdout"}
+    example = validate_cases(SUITE.parent / "example.toml")
     bubbles = [r for r in example.rows if r.output == "pipeline_bubble_fraction"]
     assert [r.passed for r in bubbles] == [True, True]

@@ -1,13 +1,8 @@
-"""Command-line changes to a model file: ``--set key=value`` and ``--vary key=start:stop:num``.
+"""Command-line changes to a model document: ``--set key=value`` and ``--vary key=start:stop:num``.
 
-A model file is read into a plain dict (``tomllib``), changed, and handed to the domain
-loader, which checks it as strictly as the file itself (unknown keys, missing units).
-The domain loaders read paths, so a changed document is written to a temporary TOML file
-(in a fresh temporary directory, under the original file's name) and every error message
-that names the temporary file is rewritten to name the original one. The loaders resolve
-the files a model refers to (a plan's ``workload = "pangu_ultra_135b"``) by bare name in
-``models/`` or relative to the working directory, never relative to the model file, so the
-move does not change what they read.
+A model file is read once into a document (a dict); the overrides change a copy of it in
+memory and the domain reader checks the result as strictly as the file itself (unknown
+keys, missing units). Nothing is written to disk.
 
 Syntax
     ``--set`` ``key.path=value``: the key is a dotted path into the document
@@ -29,33 +24,23 @@ Syntax
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
-import json
-import math
 import re
-import shutil
-import tempfile
 import tomllib
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Sequence
 
 import numpy as np
 
-from ._errors import MarkovsimError, SpecError
-from ._spec import _KINDS, _NUM, parse_quantity
+from .._errors import MarkovsimError, SpecError
+from ._table import _KINDS, _NUM, parse_quantity, quantity_kind
 
 __all__ = [
     "Override", "Variation", "parse_override", "parse_variation", "parse_value", "apply_overrides",
-    "read_document", "dumps_toml", "load_document", "MODELS_DIR", "resolve_model_path",
+    "annotate",
 ]
 
-#: the model files shipped in a source checkout
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
-
 _SEGMENT = re.compile(r"^([A-Za-z0-9_\-]+)((?:\[\d+\])*)$")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_\-]+$")
 
 
 # --------------------------------------------------------------------------- key paths
@@ -170,6 +155,15 @@ def apply_overrides(doc: dict, overrides: list[Override]) -> dict:
     return out
 
 
+def annotate(exc: MarkovsimError, overrides: Sequence[Override]) -> MarkovsimError:
+    """The error with the ``--set`` that introduced a key the reader rejects pointed at."""
+    message = str(exc)
+    hits = [o for o in overrides if isinstance(o.path[-1], str) and f"'{o.path[-1]}'" in message]
+    if hits and "unknown key" in message:
+        return type(exc)(message + " (introduced by " + ", ".join(f"--set {o.text}" for o in hits) + ")")
+    return exc
+
+
 # --------------------------------------------------------------------------- --vary
 
 
@@ -197,9 +191,9 @@ def _number_unit(text: str, where: str) -> tuple[float, str]:
 
 
 def _kind_of(unit: str, where: str) -> str:
-    for kind, units in _KINDS.items():
-        if unit in units:
-            return kind
+    kind = quantity_kind(unit)
+    if kind is not None:
+        return kind
     known = sorted({u for units in _KINDS.values() for u in units if u})
     raise SpecError(f"{where}: unknown unit {unit!r} (expected one of {', '.join(known)})")
 
@@ -277,120 +271,3 @@ def parse_variation(text: str, doc: dict) -> Variation:
         ints = tuple(int(v) for v in whole)
         return Variation(path, text, ints, np.asarray(ints, dtype=np.int64), "")
     return Variation(path, text, tuple(float(v) for v in values), values.astype(float), "")
-
-
-# --------------------------------------------------------------------------- files
-
-
-def read_document(path: Path) -> dict:
-    """The TOML document at ``path`` as a dict (:class:`SpecError` when missing or invalid)."""
-    try:
-        with Path(path).open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: model file not found") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, expected a model file (TOML)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML ({exc})") from None
-
-
-def resolve_model_path(name_or_path: str, folder: str) -> Path:
-    """A path as given if it exists or ends in ``.toml``; else ``models/<folder>/<name>.toml``."""
-    p = Path(name_or_path)
-    if p.exists() or p.suffix == ".toml":
-        return p
-    candidate = MODELS_DIR / folder / f"{name_or_path}.toml"
-    if candidate.exists():
-        return candidate
-    return p
-
-
-def _string(v: str) -> str:
-    """A TOML basic string (JSON's escapes are TOML's; TOML also forbids a raw DEL)."""
-    return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _key(k: str) -> str:
-    return k if _BARE_KEY.match(k) else _string(k)
-
-
-def _inline(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    if isinstance(v, str):
-        return _string(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_inline(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_inline(x)}" for k, x in v.items()) + "}"
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    raise SpecError(f"cannot write {v!r} ({type(v).__name__}) to TOML")
-
-
-def _is_table_array(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
-
-
-def dumps_toml(doc: dict) -> str:
-    """Write a document (as read by ``tomllib``) back to TOML; ``tomllib.loads`` of the
-    result equals ``doc``."""
-    lines: list[str] = []
-
-    def table(d: dict, prefix: tuple[str, ...]) -> None:
-        for k, v in d.items():
-            if not isinstance(v, dict) and not _is_table_array(v):
-                lines.append(f"{_key(k)} = {_inline(v)}")
-        for k, v in d.items():
-            name = (*prefix, _key(k))
-            if isinstance(v, dict):
-                lines.append("")
-                lines.append(f"[{'.'.join(name)}]")
-                table(v, name)
-            elif _is_table_array(v):
-                for item in v:
-                    lines.append("")
-                    lines.append(f"[[{'.'.join(name)}]]")
-                    table(item, name)
-
-    table(doc, ())
-    return "\n".join(lines) + "\n"
-
-
-@contextlib.contextmanager
-def _written(doc: dict, original: Path) -> Iterator[Path]:
-    directory = Path(tempfile.mkdtemp(prefix="markovsim-"))
-    try:
-        path = directory / (original.name if original.suffix == ".toml" else "model.toml")
-        path.write_text(dumps_toml(doc), encoding="utf-8")
-        yield path
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def load_document(loader: Callable[[Path], Any], doc: dict, original: Path, *,
-                  changed: bool = True, label: str | None = None) -> Any:
-    """Run ``loader`` (which reads a path) on the document ``doc`` that came from ``original``.
-
-    Unchanged documents are read from ``original`` itself; changed ones from a temporary
-    copy, with the temporary path in error messages replaced by ``label`` (default: the
-    original path).
-    """
-    if not changed:
-        return loader(original)
-    shown = label if label is not None else str(original)
-    with _written(doc, original) as tmp:
-        try:
-            return loader(tmp)
-        except MarkovsimError as exc:
-            message = str(exc).replace(str(tmp), shown).replace(str(tmp.parent), "")
-            raise type(exc)(message) from None

@@ -1,0 +1,137 @@
+"""``markovsim plan``: the fastest parallel plans for a workload on N cards (top k, filtered)."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+import numpy as np
+
+from .. import training as tr
+from .._errors import SpecError
+from . import _common as c
+
+HELP = "search parallel plans: the k fastest valid plans for a workload on N cards, with filters"
+_SCHEDULES = {code: s for s, code in tr.SCHEDULE_CODES.items()}
+_RECOMPUTES = {code: r for r, code in tr.RECOMPUTE_CODES.items()}
+_FILTERS = ("tp", "pp", "ep", "cp", "zero")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "plan", help=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent("""\
+            Every candidate plan (TP, PP, virtual stages, EP, CP, micro-batch, ZeRO stage,
+            recomputation, schedule) of a workload on N cards, checked for validity and HBM fit
+            and evaluated in one vectorised pass (markovsim.training.candidate_plans and
+            evaluate_plans, the search behind markovsim.training.search_plans); the k fastest
+            that pass the filters are listed. Workload, hardware, cards, global batch and
+            efficiency come from a plan file, or from the options. --plot draws the step time
+            of the k plans."""),
+        epilog="example: markovsim plan pangu_ultra_135b_8k --top 5 --schedule interleaved")
+    p.add_argument("model", metavar="PLAN.toml", nargs="?",
+                   help="a plan file (or bare name in models/plans/) whose workload, hardware, cards, "
+                        "global batch and efficiency to use")
+    p.add_argument("--workload", help="workload file or bare name in models/workloads/")
+    p.add_argument("--hardware", help="hardware file or bare name in models/hardware/")
+    p.add_argument("--cards", type=int, metavar="N", help="cards (default: the plan file's)")
+    p.add_argument("--global-batch", type=int, metavar="B", help="sequences per step (default: the plan file's)")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="how many plans to list (default 10)")
+    p.add_argument("--schedule", action="append", choices=[s.value for s in tr.Schedule],
+                   help="keep only these pipeline schedules (repeatable)")
+    p.add_argument("--recompute", action="append", choices=[r.value for r in tr.Recompute],
+                   help="keep only these recomputation settings (repeatable)")
+    for name in _FILTERS:
+        p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
+    p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
+    p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")
+    c.add_common(p)
+    return p
+
+
+def _inputs(args):
+    """(workload, hardware, cards, global batch, efficiency, changes) from a plan file and options."""
+    changes = c.overrides(args.sets)
+    spec = None
+    if args.model is not None:
+        spec, _, changes = c.load(args.model, tr.MODEL_KIND, tr.plan_from_document, args.sets)
+    elif changes:
+        raise SpecError("--set needs a plan file (the document the keys are paths into)")
+
+    def pick(option, attr, load, what):
+        if option is not None:
+            return load(option)
+        if spec is None:
+            raise SpecError(f"no {what} given: pass a plan file or --{what.replace('_', '-')}")
+        return attr(spec)
+
+    workload = pick(args.workload, lambda s: s.workload, tr.load_workload, "workload")
+    hardware = pick(args.hardware, lambda s: s.hardware, tr.load_hardware, "hardware")
+    cards = pick(args.cards, lambda s: s.plan.world_size, int, "cards")
+    batch = pick(args.global_batch, lambda s: s.plan.global_batch, int, "global_batch")
+    efficiency = spec.efficiency if spec is not None else tr.Efficiency()
+    return workload, hardware, cards, batch, efficiency, changes
+
+
+def run(args) -> int:
+    if args.top < 1:
+        raise SpecError(f"--top {args.top}: expected a number of plans >= 1")
+    workload, hardware, cards, batch, efficiency, changes = _inputs(args)
+    plans, ok = tr.candidate_plans(workload, cards, global_batch=batch, max_tp=args.max_tp, max_pp=args.max_pp)
+    out = {k: np.asarray(v) for k, v in tr.evaluate_plans(workload, hardware, plans, efficiency=efficiency).items()}
+    keep = ok & out["fits"].astype(bool)
+    valid = int(keep.sum())
+    if args.schedule:
+        keep &= np.isin(plans["sched"], [tr.SCHEDULE_CODES[tr.Schedule(s)] for s in args.schedule])
+    if args.recompute:
+        keep &= np.isin(plans["rec"], [tr.RECOMPUTE_CODES[tr.Recompute(r)] for r in args.recompute])
+    for name in _FILTERS:
+        if getattr(args, name) is not None:
+            keep &= plans[name] == getattr(args, name)
+    index = np.flatnonzero(keep)
+    if index.size == 0:
+        raise SpecError(f"no valid plan of {workload.name} on {cards} cards (global batch {batch}) fits in "
+                        f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB per card and passes the "
+                        f"filters ({valid} valid plans before filtering)")
+    best = index[np.argsort(out["step_time"][index], kind="stable")][: args.top]
+    rows = [_row(plans, out, i) for i in best]
+    if args.csv:
+        c.write_csv(args.csv, tuple(rows[0]), [tuple(r.values()) for r in rows], force=args.force)
+    if args.plot:
+        def draw(ax):
+            from ..plotting import plot_breakdown
+
+            plot_breakdown({f"#{k + 1} {_label(r)}": r["step_time_s"] for k, r in enumerate(rows)}, unit="step time [s]",
+                           ax=ax)
+            ax.set_title(f"{workload.name} on {cards} cards: the {len(rows)} fastest plans")
+
+        c.save_plot(args.plot, draw, force=args.force)
+    if args.json:
+        c.print_json({"command": "plan", "workload": workload.name, "hardware": hardware.name, "cards": cards,
+                      "global_batch": batch, "overrides": [x.text for x in changes],
+                      "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows})
+        return 0
+    print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
+          f"{valid} valid and fitting, {index.size} after the filters")
+    print()
+    head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
+            "memory (GiB)")
+    body = [(str(k + 1), *(str(r[x]) for x in ("tp", "pp", "dp", "ep", "cp", "virtual_stages", "micro_batch", "zero_stage",
+                                                "schedule", "recompute")),
+             f"{r['step_time_s']:.4f}", c.pct(r["mfu"]), f"{r['memory_bytes'] / 2**30:.1f}") for k, r in enumerate(rows)]
+    print(c.table(body, head, right=(0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13)))
+    return 0
+
+
+def _row(plans: dict, out: dict, i: int) -> dict:
+    return {"tp": int(plans["tp"][i]), "pp": int(plans["pp"][i]), "dp": int(plans["dp"][i]),
+            "ep": int(plans["ep"][i]), "cp": int(plans["cp"][i]), "virtual_stages": int(plans["v"][i]),
+            "micro_batch": int(plans["mb"][i]), "zero_stage": int(plans["zero"][i]),
+            "schedule": _SCHEDULES[int(plans["sched"][i])].value, "recompute": _RECOMPUTES[int(plans["rec"][i])].value,
+            "uneven_layers": bool(plans["uneven"][i]), "step_time_s": float(out["step_time"][i]),
+            "mfu": float(out["mfu"][i]), "tokens_per_s": float(out["tokens_per_s"][i]),
+            "memory_bytes": float(out["memory_bytes"][i])}
+
+
+def _label(r: dict) -> str:
+    return f"tp{r['tp']} pp{r['pp']} dp{r['dp']} {r['schedule']}"

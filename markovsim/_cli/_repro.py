@@ -1,0 +1,44 @@
+"""``markovsim repro``: run the reproductions of the published figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import repro
+from .._errors import SpecError
+from .._grid import check_output
+
+HELP = "run the reproductions of the published figures"
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("repro", help=HELP)
+    p.add_argument("ids", nargs="*", help="seed ids (e.g. S-HW-1), script names, or 'all' (default)")
+    p.add_argument("--list", action="store_true", help="list the reproduction scripts and their ids")
+    p.add_argument("--out", default="repro_out", help="output directory (default: repro_out); refused if it "
+                                                      "holds anything, unless --force")
+    p.add_argument("--force", action="store_true", help="write into an output directory that is not empty")
+    return p
+
+
+def run(args) -> int:
+    if args.list:
+        for name, ids in repro.script_ids().items():
+            print(f"{name:28s} {' '.join(ids)}")
+        return 0
+    out = Path(args.out)
+    check_output(out, force=args.force, what="--out")
+    selection = args.ids or ["all"]
+    try:
+        rows = repro.run_reproductions(selection, out, log=(lambda m: print(m, file=sys.stderr)))
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] == "matplotlib":
+            raise SpecError("the reproductions draw their plots with matplotlib, which is not installed; "
+                            "pip install 'markovsim[plot]'") from None
+        raise
+    results, report = repro.write_report(rows, out)
+    print(repro.format_table(rows))
+    print(f"\nwrote {results} and {report}")
+    return 0

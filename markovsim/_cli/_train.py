@@ -1,0 +1,143 @@
+"""``markovsim train``: step time, MFU/HFU, tokens/s and linearity of a training plan."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from .. import training as tr
+from .._errors import SpecError
+from . import _common as c
+
+HELP = "step time, MFU/HFU, tokens/s and linearity of a training plan"
+#: how each term of the step breakdown is shown (the terms are ``StepBreakdown.PARTS``)
+_LABELS = {"bubble": "pipeline bubble", "tp_exposed": "TP communication (exposed)",
+           "ep_exposed": "EP communication (exposed)", "pp_exposed": "PP communication (exposed)",
+           "dp_exposed": "DP communication (exposed)", "optimizer": "optimizer step",
+           "grad_norm": "gradient norm", "sync": "synchronisation", "overhead": "fixed per-step overhead",
+           "data_loading": "data loading", "straggler": "stragglers"}
+_PARTS = [(_LABELS.get(p, p.replace("_", " ")), f"{p}_s") for p in tr.StepBreakdown.PARTS]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "train", help=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent("""\
+            Step-time breakdown (compute, pipeline bubble, exposed TP/EP/PP/DP communication,
+            optimizer), MFU, HFU, tokens/s and memory per card of a parallel plan file
+            (models/plans/), from markovsim.training.step_time. With --cards (and --baseline)
+            the plan is grown by data parallelism and its linearity printed:
+            (tokens/s per card at N) / (tokens/s per card at the baseline).
+            --plot draws the breakdown (and the linearity curve with --cards)."""),
+        epilog="example: markovsim train pangu_ultra_135b_8k --baseline 256 --cards 4096 8192")
+    p.add_argument("model", metavar="PLAN.toml", help="plan file, or the bare name of one in models/plans/")
+    p.add_argument("--cards", type=int, nargs="+", metavar="N",
+                   help="sizes (cards) at which to print step time, tokens/s and linearity")
+    p.add_argument("--baseline", type=int, metavar="N",
+                   help="baseline size for linearity (default: the plan's own size)")
+    p.add_argument("--batch", default="fixed-global", metavar="RULE[=N]",
+                   help="the batch rule of the linearity table: fixed-global (the global batch held at every "
+                        "size: N sequences, default the plan's) or fixed-replica (the batch of each data-parallel "
+                        "replica held: N sequences, default the plan's global batch / dp)")
+    p.add_argument("--jitter-cv", type=float, default=0.0, metavar="CV",
+                   help="per-rank step-time coefficient of variation for the straggler delay in the "
+                        "linearity table (default 0)")
+    c.add_common(p)
+    return p
+
+
+def run(args) -> int:
+    spec, path, changes = c.load(args.model, tr.MODEL_KIND, tr.plan_from_document, args.sets)
+    o = tr.plan_outputs(spec)
+    plan = spec.plan
+    scaling = None
+    if args.cards or args.baseline is not None:
+        baseline = args.baseline if args.baseline is not None else plan.world_size
+        sizes = [baseline, *(args.cards or [plan.world_size])]
+        scaling = tr.linearity_points(spec, sizes, batch=_batch(args.batch), jitter_cv=args.jitter_cv)
+    usable = o["usable_memory_bytes"]
+    step = o["step_time_s"]
+    parts = [(name, o[key]) for name, key in _PARTS if o[key] > 0 or key == "bubble_s"]
+    if args.csv:
+        rows = [(k, v, tr.PLAN_OUTPUT_UNITS.get(k, "1")) for k, v in o.items()]
+        rows += [(f"linearity@{r['cards']}", r["linearity"], "1") for r in scaling or ()]
+        c.write_csv(args.csv, ("output", "value", "unit"), rows, force=args.force)
+    if args.plot:
+        def draw(axes):
+            from ..plotting import plot_breakdown
+
+            ax = axes[0] if scaling else axes
+            plot_breakdown(dict(parts), unit="s", ax=ax)
+            ax.set_title(f"{spec.name}: step time {step:.3g} s")
+            if scaling:
+                axes[1].plot([r["cards"] for r in scaling], [r["linearity"] for r in scaling], marker="o")
+                axes[1].set_xscale("log", base=2)
+                axes[1].set_xlabel("cards")
+                axes[1].set_ylabel(f"linearity (baseline {scaling[0]['cards']})")
+
+        c.save_plot(args.plot, draw, force=args.force, panels=2 if scaling else 1)
+    if args.json:
+        c.print_json({"command": "train", "file": str(path), "name": spec.name,
+                      "workload": spec.workload.name, "hardware": spec.hardware.name,
+                      "overrides": [x.text for x in changes], "plan": _plan_info(plan), "outputs": o,
+                      "usable_memory_bytes": usable,
+                      "scaling": None if scaling is None else {
+                          "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
+                          "points": scaling}})
+        return 0
+    print(f"{spec.name}  ({path})")
+    print(f"{spec.workload.name} on {spec.hardware.name}: {plan.world_size} cards = tp {plan.tp} x pp {plan.pp} "
+          f"x dp {plan.dp}" + (f" x cp {plan.cp}" if plan.cp > 1 else "") + (f", ep {plan.ep}" if plan.ep > 1 else "")
+          + f"; {plan.schedule.value}" + (f" v={plan.virtual_stages}" if plan.virtual_stages > 1 else "")
+          + f"; global batch {plan.global_batch}, micro-batch {plan.micro_batch}, "
+          f"{plan.micro_batches} micro-batches per replica")
+    for line in c.with_overrides(changes):
+        print(line)
+    print()
+    rows = [(name, f"{t:.4f}", c.pct(t / step, 1)) for name, t in parts]
+    rows.append(("step time", f"{step:.4f}", c.pct(1.0, 1)))
+    print(c.table(rows, ("step time breakdown", "seconds", "share"), right=(1, 2)))
+    print()
+    print(c.table([
+        ("tokens/s", f"{o['tokens_per_s']:.4g}"),
+        ("tokens/s per card", f"{o['tokens_per_s_per_card']:.4g}"),
+        ("MFU", c.pct(o["mfu"])),
+        ("HFU", c.pct(o["hfu"])),
+        ("pipeline bubble", c.pct(o["pipeline_bubble_fraction"]) + " of compute + bubble"),
+        ("memory per card", f"{o['memory_bytes'] / 2**30:.1f} GiB of {usable / 2**30:.1f} GiB usable"
+         + ("" if o["fits"] else "  (DOES NOT FIT)")),
+        ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),
+        ("communication before overlap", f"{o['communication_total_s']:.4f} s"),
+    ]))
+    if scaling is not None:
+        print()
+        print(f"linearity (batch {args.batch}, baseline {scaling[0]['cards']} cards"
+              + (f", rank jitter CV {args.jitter_cv:g}" if args.jitter_cv else "") + ")")
+        print(c.table([(str(r["cards"]), str(r["dp"]), str(r["global_batch"]), f"{r['step_time_s']:.4f}",
+                        f"{r['tokens_per_s']:.4g}", f"{r['linearity']:.4f}") for r in scaling],
+                      ("cards", "dp", "global batch", "step time (s)", "tokens/s", "linearity"),
+                      right=(0, 1, 2, 3, 4, 5)))
+    return 0
+
+
+def _batch(text: str):
+    kind, _, number = text.partition("=")
+    if kind not in ("fixed-global", "fixed-replica"):
+        raise SpecError(f"--batch {text!r}: expected fixed-global or fixed-replica, optionally =N sequences")
+    if not number:
+        return tr.batch_rule(kind)
+    try:
+        n = int(number)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise SpecError(f"--batch {text!r}: N={number!r}: expected a whole number of sequences >= 1")
+    return tr.batch_rule(kind, n)
+
+
+def _plan_info(plan) -> dict:
+    return {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "ep": plan.ep,
+            "virtual_stages": plan.virtual_stages, "schedule": plan.schedule.value,
+            "global_batch": plan.global_batch, "micro_batch": plan.micro_batch,
+            "micro_batches": plan.micro_batches, "zero_stage": plan.zero_stage,
+            "recompute": plan.recompute.value, "cards": plan.world_size}

@@ -1,0 +1,57 @@
+"""``markovsim validate``: run validation cases, predicted against reported."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+
+from .._io import resolve
+from ..validate import case_kinds, validate_cases
+from . import _common as c
+
+HELP = "run validation cases: predicted against reported, with errors and a summary"
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "validate", help=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent(f"""\
+            Run every case of a case file (a model plus an [expect] table of reported outputs
+            and a tolerance; see docs/how-to/validation-cases.md and models/cases/example.toml)
+            and print predicted against reported, the relative error and a summary (median and
+            maximum error). Cases with role = "fit" are listed apart (never evidence); cases
+            with role = "holdout" are also summarised on their own. --plot draws predicted
+            against reported.
+
+            Case kinds: {', '.join(case_kinds())}. References in a case (cluster =
+            "x.toml", model_file) are relative to the case file; bare names are the shipped
+            presets. Exit code: 0 when every output is within its tolerance, 1 when some
+            output is not, 2 when the case file itself is wrong."""),
+        epilog="example: markovsim validate example   (the shipped models/cases/example.toml)")
+    p.add_argument("cases", metavar="CASES.toml", help="case file, or a bare name in models/cases/")
+    c.add_common(p, sets=False)
+    return p
+
+
+def run(args) -> int:
+    report = validate_cases(resolve(args.cases, folder="cases"))
+    if args.csv:
+        head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source")
+        c.write_csv(args.csv, head, [(r.case, r.role, r.kind, r.output, r.reported, r.predicted, r.error,
+                                      r.tolerance, r.passed, r.source) for r in report.rows], force=args.force)
+    if args.plot:
+        def draw(ax):
+            from ..plotting import plot_validation
+
+            plot_validation(report, ax=ax)
+            ax.set_title(Path(report.path).name)
+
+        c.save_plot(args.plot, draw, force=args.force)
+    if args.json:
+        payload = report.to_dict()
+        payload["passed"] = report.passed
+        c.print_json(payload)
+    else:
+        print(report.format_table())
+    return 0 if report.passed else 1

@@ -1,0 +1,126 @@
+"""What a plan holds per rank: its memory (with a ``fits`` flag) and its operator table.
+
+Both read the step-time model's host-side constants (:mod:`._step`), the memory formulas
+(:mod:`._memory`) and the operator formulas (:mod:`._operators`); see those modules for the
+mathematics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._errors import InvalidParameterError
+from ._hardware import Efficiency, Hardware
+from ._memory import activation_bytes_per_layer, in_flight, state_bytes
+from ._operators import _BF16, _attention_core, _elementwise_bytes, _gemm_time, _gemms
+from ._plan import Plan, validate_plan
+from ._step import _plan_arrays, kernel_constants, stage_shares
+from ._workload import Workload
+
+__all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per rank on the fullest (first) pipeline stage, and whether it fits.
+
+    ``usable_bytes`` = ``usable_memory`` x HBM; ``fits`` = ``total <= usable_bytes``.
+    """
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    total: float
+    usable_bytes: float
+    fits: bool
+
+
+def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBreakdown:
+    """Memory of ``plan`` per rank (module docstring), as a number with a ``fits`` flag.
+
+    >>> from markovsim.training import load_plan
+    >>> spec = load_plan("pangu_ultra_135b_8k")
+    >>> m = memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    >>> m.fits, round(m.total / 2**30, 1) == round(m.weights / 2**30 + m.gradients / 2**30 + m.optimizer / 2**30 + m.activations / 2**30, 1)
+    (True, True)
+    """
+    eff = Efficiency() if efficiency is None else efficiency
+    validate_plan(workload, plan)
+    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    sh = stage_shares(c, q, np)
+    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np)
+    dense, moe = activation_bytes_per_layer(c, q, np)
+    m = q["gbs"] / (q["dp"] * q["mb"])
+    act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
+    total = float(weights + grads + opt + act)
+    usable = eff.usable_memory * hardware.hbm_bytes
+    return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)
+
+
+@dataclasses.dataclass(frozen=True)
+class Operator:
+    """One operator of a layer, per micro-batch on one rank.
+
+    Attributes:
+        name: the operator (``qkv``, ``attn_out``, ``ffn_in``, ``attention_core``, ...).
+        where: ``attn``, ``dense``, ``moe``, ``logit`` (which layers hold it) or
+            ``elementwise``.
+        shape: ``(M, N, K)`` of one GEMM (``None`` for other operators).
+        count: GEMMs of that shape (e.g. local experts).
+        flops: forward FLOPs, all counted GEMMs.
+        forward_s: forward seconds on the hardware's kernel model.
+        backward_s: backward seconds.
+    """
+
+    name: str
+    where: str
+    shape: tuple[float, float, float] | None
+    count: float
+    flops: float
+    forward_s: float
+    backward_s: float
+
+
+def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[Operator, ...]:
+    """The per-layer operator list of ``plan`` with shapes, FLOPs and times (module
+    docstring), for one micro-batch on one rank; operators absent from the model (MLA
+    projections of a GQA model, experts of a dense one) are left out.
+
+    Raises:
+        InvalidParameterError: the hardware has no fitted kernel model, or a bad plan.
+    """
+    validate_plan(workload, plan)
+    if hardware.kernels is None:
+        raise InvalidParameterError(
+            f"{hardware.name}: no fitted kernel model ([kernels] in its file): the operator table "
+            "needs one")
+    c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    fp8 = q["fp8"] > 0
+    peak = float(np.where(fp8, c["peak_fp8"], c["peak"]))
+    elem = 1.0 if fp8 else _BF16
+    rows = []
+    for name, where, M, N, K, count in _gemms(c, q, np):
+        cnt = float(count)
+        if cnt <= 0 or float(M) <= 0 or (where == "moe" and workload.moe is None):
+            continue
+        if where == "dense" and workload.moe is not None and workload.moe_layers == workload.layers:
+            continue
+        t = float(_gemm_time(M, N, K, count, peak, c, elem))
+        rows.append(Operator(name, where, (float(M), float(N), float(K)), cnt, float(2 * M * N * K * count),
+                             t, 2.0 * t))
+    core_f, core_b = _attention_core(c, q, np)
+    s, cp, b, t = c["seq"], q["cp"], q["mb"], q["tp"]
+    flops = float(2.0 * b * (s / cp) * s * (c["heads"] / t) * (c["d_qk"] + c["d_v"]))
+    rows.append(Operator("attention_core", "attn", None, 1.0, flops, float(core_f), float(core_b)))
+    common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, np)
+    bw = float(c["mem_bw"])
+    for name, where, by in (("norms_residuals_dropout", "attn", common), ("activation", "dense", dense_b),
+                            ("moe_permute_activation", "moe", moe_b), ("cross_entropy", "logit", logit_b / 3.0)):
+        if float(by) > 0 and not (where == "moe" and workload.moe is None):
+            rows.append(Operator(name, "elementwise", None, 1.0, 0.0, float(by) / bw, 2.0 * float(by) / bw))
+    return tuple(rows)

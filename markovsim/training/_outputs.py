@@ -1,0 +1,145 @@
+"""The scalar outputs of a plan: the ``train`` kind of model document and validation case.
+
+:func:`plan_outputs` flattens :func:`~markovsim.training.step_time` into named scalars in
+SI units: every time term of :class:`~markovsim.training.StepBreakdown` as ``<term>_s``,
+``step_time_s``, ``communication_total_s``, ``memory_bytes``, ``usable_memory_bytes``,
+``fits`` (1 or 0), ``tokens_per_s``, ``tokens_per_s_per_card``, ``mfu``, ``mfu_causal``,
+``mfu_6n``, ``mfu_megatron``, ``hfu``, ``tflops_per_gpu``, ``tflops_per_gpu_megatron`` (in
+units of 1e12 FLOP/s, as reports quote them), ``pipeline_bubble_fraction`` (bubble /
+(compute + bubble), the idle share of the pipeline timeline) and ``cards``.
+:data:`MODEL_KIND` is how the command line (``markovsim train``, ``markovsim sweep``) and
+validation cases (``kind = "train"``) evaluate a plan document.
+
+In a case, the plan may be written inline (workload and hardware as preset names, files
+relative to the case file, or tables), and an optional ``[linearity]`` table adds the
+output ``linearity``: ``baseline`` cards, ``cards`` (default: the plan's size), the batch
+rule ``batch = "fixed-global"`` (with ``sequences``, default the plan's global batch),
+``"fixed-replica"`` (with ``sequences_per_replica``, default the plan's) or
+``global_batches = [b0, b1]`` (one per size), and ``jitter_cv`` (default 0). It is computed
+with :func:`~markovsim.training.scaling_curve`, the one linearity implementation, even when
+the memory model says a size does not fit (``fits`` reports that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .._io import ModelKind, Table
+from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
+from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
+from ._step import StepBreakdown, step_time
+
+__all__ = ["PLAN_OUTPUT_UNITS", "plan_outputs", "linearity_points", "batch_rule", "MODEL_KIND"]
+
+#: the unit of each output of :func:`plan_outputs` (and ``linearity``)
+PLAN_OUTPUT_UNITS = {f"{p}_s": "s" for p in StepBreakdown.PARTS}
+PLAN_OUTPUT_UNITS.update({
+    "step_time_s": "s", "communication_total_s": "s", "memory_bytes": "B", "usable_memory_bytes": "B",
+    "fits": "1", "tokens_per_s": "tokens/s", "tokens_per_s_per_card": "tokens/s", "mfu": "1",
+    "mfu_causal": "1", "mfu_6n": "1", "mfu_megatron": "1", "hfu": "1", "tflops_per_gpu": "TFLOP/s",
+    "tflops_per_gpu_megatron": "TFLOP/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
+})
+
+
+def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict[str, float]:
+    """The scalar outputs of a plan (see the module documentation).
+
+    Args:
+        spec: the plan with its workload, hardware and efficiency inputs.
+        breakdown: its step-time breakdown, if already computed (default: computed here).
+
+    Returns:
+        ``{name: value}`` in seconds, bytes, tokens per second and fractions.
+    """
+    b = breakdown if breakdown is not None else step_time(spec.workload, spec.hardware, spec.plan,
+                                                          efficiency=spec.efficiency)
+    cards = spec.plan.world_size
+    busy = b.compute + b.bubble
+    out = {f"{p}_s": float(getattr(b, p)) for p in StepBreakdown.PARTS}
+    out.update({
+        "step_time_s": b.step_time, "communication_total_s": b.communication_total,
+        "memory_bytes": b.memory_bytes, "usable_memory_bytes": b.usable_memory_bytes, "fits": float(b.fits),
+        "tokens_per_s": b.tokens_per_s, "tokens_per_s_per_card": b.tokens_per_s / cards,
+        "mfu": b.mfu, "mfu_causal": b.mfu_causal, "mfu_6n": b.mfu_6n, "mfu_megatron": b.mfu_megatron,
+        "hfu": b.hfu, "tflops_per_gpu": b.tflops_per_gpu, "tflops_per_gpu_megatron": b.tflops_per_gpu_megatron,
+        "pipeline_bubble_fraction": b.bubble / busy if busy > 0 else 0.0, "cards": float(cards),
+    })
+    return out
+
+
+def batch_rule(kind: str, sequences: int | None = None) -> BatchRule:
+    """The batch rule named ``"fixed-global"`` (``sequences`` per step, default the plan's
+    global batch) or ``"fixed-replica"`` (``sequences`` per data-parallel replica, default
+    the plan's ``global_batch / dp``)."""
+    return FixedGlobalBatch(sequences) if kind == "fixed-global" else FixedReplicaBatch(sequences)
+
+
+def linearity_points(spec: PlanSpec, sizes: Sequence[int], *, batch: BatchRule,
+                     jitter_cv: float = 0.0) -> list[dict]:
+    """Step time, throughput and linearity of the plan grown (by data parallelism) to each
+    size, by :func:`~markovsim.training.scaling_curve` with the batch rule ``batch``.
+
+    Args:
+        spec: the plan.
+        sizes: card counts, the baseline first.
+        batch: the batch rule (:class:`~markovsim.training.FixedGlobalBatch`, ...).
+        jitter_cv: per-rank step-time coefficient of variation for the straggler delay.
+
+    Returns:
+        one dict per size: ``cards``, ``dp``, ``global_batch``, ``step_time_s``,
+        ``tokens_per_s``, ``mfu``, ``fits``, ``linearity``.
+    """
+    plan = spec.plan
+    c = scaling_curve(spec.workload, spec.hardware, plan, list(sizes), batch=batch, efficiency=spec.efficiency,
+                      jitter_cv=jitter_cv, require_fit=False)
+    unit = plan.tp * plan.pp * plan.cp
+    return [{"cards": int(n), "dp": int(n) // unit, "global_batch": int(g), "step_time_s": float(t),
+             "tokens_per_s": float(x), "mfu": float(m), "fits": bool(f), "linearity": float(lin)}
+            for n, g, t, x, m, f, lin in zip(c.cards, c.global_batch, c.step_time, c.tokens_per_s, c.mfu, c.fits,
+                                              c.linearity)]
+
+
+def _outputs(doc: Mapping, *, where: str, base: Path | None) -> dict[str, float]:
+    return plan_outputs(plan_from_document(doc, where=where, base=base))
+
+
+def _case_linearity(t: Table, spec: PlanSpec) -> float:
+    baseline = t.integer("baseline", minimum=1, doc="baseline size N0 in cards")
+    cards = t.integer("cards", spec.plan.world_size, minimum=1, doc="size N in cards (default: the plan's)")
+    jitter = t.quantity("jitter_cv", "ratio", 0.0, minimum=0.0,
+                        doc="per-rank step-time coefficient of variation (stragglers)")
+    if "global_batches" in t:
+        values = t.raw("global_batches", types=(list,), doc="global batch (sequences) at the baseline and at N")
+        rule: BatchRule = GlobalBatches(tuple(int(v) for v in values))
+    else:
+        kind = t.text("batch", choices=("fixed-global", "fixed-replica"),
+                      doc="batch rule: the global batch held, or the per-replica batch held")
+        key = "sequences" if kind == "fixed-global" else "sequences_per_replica"
+        sequences = t.integer(key, None, minimum=1,
+                              doc="sequences per step (fixed-global) or per replica (fixed-replica); "
+                                  "default: the plan's")
+        rule = batch_rule(kind, sequences)
+    t.finish()
+    return linearity_points(spec, [baseline, cards], batch=rule, jitter_cv=jitter)[1]["linearity"]
+
+
+def _case(doc: Mapping, *, where: str, base: Path | None) -> dict[str, float]:
+    """A validation case: the plan (inline or named files) and an optional ``[linearity]`` table."""
+    doc = dict(doc)
+    lin = doc.pop("linearity", None)
+    spec = plan_from_document(doc, where=where, base=base)
+    out = plan_outputs(spec)
+    if lin is not None:
+        out["linearity"] = _case_linearity(Table(lin, f"{where}: linearity", schema="train case",
+                                                 _path="linearity"), spec)
+    return out
+
+
+def _is_plan(doc: Mapping) -> bool:
+    return {"workload", "hardware", "tp", "pp", "dp"} <= set(doc)
+
+
+#: the ``train`` kind: plan documents (``models/plans/``) and their outputs
+MODEL_KIND = ModelKind(name="train", folder="plans", detect=_is_plan, references=PLAN_REFERENCES,
+                       outputs=_outputs, units=PLAN_OUTPUT_UNITS, case=_case)

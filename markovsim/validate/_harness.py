@@ -1,0 +1,331 @@
+"""Validation cases: check the models against numbers measured on your own cluster.
+
+A case file is a model document (TOML) plus what was observed. Each case names a ``kind``
+of model (``goodput``, ``train``, ``infer``: defined by the domain packages next to their
+readers, or your own via :func:`register_case_kind`), the model's inputs in the usual
+model-file format, an ``[expect]`` table of reported outputs and a ``tolerance``.
+:func:`validate_cases` runs every case and returns a
+:class:`~markovsim.validate.ValidationReport`: predicted against reported for each output,
+the relative error, whether it lies within tolerance, and a summary (median and maximum of
+the absolute relative errors).
+
+One case per file::
+
+    name = "10K-card pre-training, March"
+    kind = "goodput"
+    tolerance = "5 %"
+    source = "our incident log, 2025-03"   # optional, shown in the report
+    role = "check"                         # or "fit" / "holdout" (see below)
+
+    [expect]
+    goodput = 0.91
+    job_mtbf_s = { value = "2.8 d", tolerance = "20 %" }
+
+    cluster = "atlas800t_a2_10k"           # the model: whatever the kind reads
+    recovery = "my_recovery.toml"          # references: relative to this case file
+
+or several, as an array of tables, with file-wide defaults::
+
+    tolerance = "10 %"            # default for every case
+
+    [[case]]
+    name = "job A"
+    kind = "goodput"
+    model_file = "jobs/a.toml"    # optional: start from this model file (relative to the
+    [case.expect]                 # case file); the case's own keys are merged over it
+    goodput = 0.93
+
+References in a case (``cluster = "x.toml"``, a plan's ``workload``) follow the one rule of
+:mod:`markovsim._io`: bare names are shipped presets, paths are relative to the file that
+holds them (the case file, or the ``model_file`` for references written there).
+
+Tolerances are relative when written as a ratio (``"5 %"``, ``0.05``) and absolute when
+written with a unit (``"30 s"``); an absolute tolerance, like a reported value with a unit,
+must measure what the output measures (``"5 GB"`` on a time is refused). Reported values are
+numbers or strings with a unit (``"2.8 d"``), converted to SI like every model-file quantity.
+
+Roles: ``fit`` cases hold the figures an input was calibrated on; they are listed apart and
+never count as evidence. ``holdout`` cases were kept out of the calibration and are
+summarised on their own. ``check`` (the default) is an ordinary comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .._errors import MarkovsimError, SpecError
+from .._io import Document, ModelKind, Table, expand, merge, parse_quantity, quantity_kind, read_document, resolve
+from .._io._table import _NUM
+from ..availability import MODEL_KIND as _GOODPUT
+from ..inference import MODEL_KIND as _INFER
+from ..training import MODEL_KIND as _TRAIN
+from ._report import ROLES, CaseResult, ValidationReport
+
+__all__ = ["register_case_kind", "case_kinds", "validate_cases", "MODEL_KINDS"]
+
+#: the kinds the domain packages define (``train``, ``infer``, ``goodput``)
+MODEL_KINDS: dict[str, ModelKind] = {k.name: k for k in (_TRAIN, _INFER, _GOODPUT)}
+#: kinds registered by users: name -> (function of a strict Table, output units or None)
+_USER: dict[str, tuple[Callable[[Table], Mapping[str, Any]], Mapping[str, str] | None]] = {}
+_CASE_KEYS = ("name", "kind", "tolerance", "source", "expect", "model_file", "role")
+#: the quantity kind of an output unit, where the output is in SI units of that kind
+_UNIT_KIND = {"s": "time", "B": "data", "1": "ratio"}
+_EXPECTED = {"time": 'a time such as "30 s"', "data": 'a data size such as "5 GB"',
+             "ratio": 'a plain number or a ratio such as "5 %"'}
+
+
+def register_case_kind(name: str, fn: Callable[[Table], Mapping[str, Any]], *,
+                       units: Mapping[str, str] | None = None) -> None:
+    """Make ``kind = name`` in case files run ``fn``.
+
+    Args:
+        name: the kind's name as written in case files (``"repairable_unit"``).
+        fn: ``fn(model) -> dict``: takes the case's model as a strict
+            :class:`markovsim._io.Table` (read it like a model file: ``model.table("unit")``,
+            ``.quantity("mtbf", "time")``, ...) and returns the predicted outputs in SI units
+            (seconds, per second, fractions). Keys of the model that ``fn`` never reads are
+            reported as unknown, as in a model file.
+        units: optional unit of each output (``"s"``, ``"B"``, ``"1"``); with them, a
+            tolerance or reported value whose unit measures something else is refused.
+
+    Raises:
+        MarkovsimError: ``name`` is a built-in kind or already registered to a different
+            function.
+    """
+    if not isinstance(name, str) or not name:
+        raise MarkovsimError(f"register_case_kind: name={name!r}: expected a non-empty string")
+    if not callable(fn):
+        raise MarkovsimError(f"register_case_kind: fn={fn!r}: expected a callable")
+    if name in MODEL_KINDS:
+        raise MarkovsimError(f"register_case_kind: kind {name!r} is defined by markovsim; choose another name")
+    old = _USER.get(name, (None,))[0]
+    if old is not None and old is not fn and (
+        getattr(old, "__module__", None), getattr(old, "__qualname__", None)
+    ) != (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)):
+        raise MarkovsimError(
+            f"register_case_kind: kind {name!r} is already registered to "
+            f"{getattr(old, '__module__', '?')}.{getattr(old, '__qualname__', old)}; choose another name"
+        )
+    _USER[name] = (fn, dict(units) if units is not None else None)
+
+
+def case_kinds() -> tuple[str, ...]:
+    """The kinds that case files can use (the domain packages' and your registered ones)."""
+    return tuple(sorted({*MODEL_KINDS, *_USER}))
+
+
+def _units(kind: str) -> Mapping[str, str] | None:
+    return MODEL_KINDS[kind].units if kind in MODEL_KINDS else _USER[kind][1]
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _any_quantity(value: Any, where: str) -> tuple[float, str | None]:
+    """A number (kind ``None``), or a string with a unit of any kind, in SI units."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(f"{where}={value!r}: expected a number or a string with a unit")
+    if isinstance(value, (int, float)):
+        return float(value), None
+    m = _NUM.match(value)
+    if m and not m.group(2):
+        return float(m.group(1)), None
+    kind = quantity_kind(m.group(2)) if m else None
+    if kind is None:
+        raise SpecError(f"{where}={value!r}: expected a number or a number with a known unit "
+                        "(time, rate, data, bandwidth, compute or %)")
+    return parse_quantity(value, kind, where=where), kind
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tolerance:
+    value: float
+    relative: bool
+    text: str
+    kind: str | None   # the quantity kind of an absolute tolerance written with a unit
+
+    def admits(self, predicted: float, reported: float) -> bool:
+        if not (math.isfinite(predicted) and math.isfinite(reported)):
+            return False
+        bound = self.value * abs(reported) if self.relative else self.value
+        return abs(predicted - reported) <= bound
+
+
+def _tolerance(value: Any, where: str) -> _Tolerance:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(f"{where}={value!r}: expected a tolerance such as \"5 %\", 0.05 or \"30 s\"")
+    try:
+        size, relative, kind = parse_quantity(value, "ratio", where=where), True, None
+    except SpecError:
+        (size, kind), relative = _any_quantity(value, where), False
+    if not math.isfinite(size) or size < 0:
+        raise SpecError(f"{where}={value!r}: expected a tolerance >= 0")
+    text = value if isinstance(value, str) else f"{100 * value:g} %"
+    return _Tolerance(size, relative, text, kind)
+
+
+def _same_kind(output: str, unit: str | None, kind: str | None, value: Any, where: str, what: str) -> None:
+    """Refuse a unit that measures something other than the output (``"5 GB"`` on a time)."""
+    if unit is None or kind is None:
+        return
+    wanted = _UNIT_KIND.get(unit)
+    if kind != wanted:
+        expected = _EXPECTED.get(wanted, "a plain number (no unit)")
+        raise SpecError(f"{where}={value!r}: {what} is a {kind} but output {output!r} is in {unit!r}; "
+                        f"expected {expected}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Case:
+    name: str
+    kind: str
+    role: str
+    source: str
+    model: Document
+    expect: tuple[tuple[str, float, _Tolerance], ...]
+
+
+def _text(data: Mapping, key: str, default: str, where: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise SpecError(f"{where}.{key}={value!r}: expected a string")
+    return value
+
+
+def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _Case:
+    name = _text(data, "name", where, where)
+    here = f"{where} ({name!r})" if name != where else where
+    kinds = case_kinds()
+    kind = data.get("kind", ...)
+    if kind is ...:
+        raise SpecError(f"{here}.kind: required key is missing (known kinds: {', '.join(kinds) or 'none'})")
+    if kind not in kinds:
+        raise SpecError(f"{here}.kind={kind!r}: unknown kind; expected one of "
+                        f"{', '.join(map(repr, kinds)) or '(none registered)'}")
+    role = _text(data, "role", "check", here)
+    if role not in ROLES:
+        raise SpecError(f"{here}.role={role!r}: expected one of {', '.join(map(repr, ROLES))}")
+    source = _text(data, "source", "", here)
+    tolerance_raw = data.get("tolerance", default_tolerance)
+    if tolerance_raw is ...:
+        raise SpecError(f"{here}.tolerance: required (in the case or at the top of the file), e.g. \"5 %\"")
+    tolerance = _tolerance(tolerance_raw, f"{here}.tolerance")
+    expect_raw = data.get("expect")
+    if not isinstance(expect_raw, dict) or not expect_raw:
+        raise SpecError(f"{here}.expect: required table of reported outputs, e.g. goodput = 0.91")
+    units = _units(kind)
+    expect = []
+    for key, value in expect_raw.items():
+        at = f"{here}.expect.{key}"
+        if units is not None and key not in units:
+            raise SpecError(f"{at}: kind {kind!r} does not predict {key!r}; it predicts "
+                            f"{', '.join(map(repr, units))}")
+        unit = units.get(key) if units is not None else None
+        tol = tolerance
+        if isinstance(value, dict):
+            unknown = set(value) - {"value", "tolerance"}
+            if unknown or "value" not in value:
+                raise SpecError(f"{at}={value!r}: expected {{ value = ..., tolerance = ... }}")
+            if "tolerance" in value:
+                tol = _tolerance(value["tolerance"], f"{at}.tolerance")
+            value, at = value["value"], f"{at}.value"
+        reported, kind_of_value = _any_quantity(value, at)
+        _same_kind(key, unit, kind_of_value, value, at, "the reported value")
+        if not tol.relative:
+            _same_kind(key, unit, tol.kind, tol.text, f"{here}.expect.{key} tolerance", "the tolerance")
+        expect.append((key, reported, tol))
+    model = Document.of({k: v for k, v in data.items() if k not in _CASE_KEYS})
+    model_file = data.get("model_file")
+    if model_file is not None:
+        if not isinstance(model_file, str):
+            raise SpecError(f"{here}.model_file={model_file!r}: expected a path")
+        found = resolve(model_file, folder=MODEL_KINDS[kind].folder if kind in MODEL_KINDS else "",
+                        base=path.parent, where=f"{here}.model_file")
+        base_doc = read_document(found)
+        if kind in MODEL_KINDS:   # the model file's own references are relative to it
+            base_doc = expand(base_doc, MODEL_KINDS[kind].references, base=found.parent, where=str(found))
+        model = Document.of(merge(base_doc, model))
+    return _Case(name, kind, role, source, model, tuple(expect))
+
+
+def _parse_file(path: Path) -> list[_Case]:
+    data = read_document(path)
+    if "case" in data:
+        cases = data["case"]
+        extra = set(data) - {"case", "tolerance"}
+        if extra:
+            raise SpecError(f"{path}: unknown top-level key(s) {', '.join(map(repr, sorted(extra)))} in a "
+                            "file of [[case]] tables; expected only 'tolerance' beside them")
+        if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases) or not cases:
+            raise SpecError(f"{path}: 'case' must be an array of tables ([[case]])")
+        default = data.get("tolerance", ...)
+        return [_parse_case(c, default, f"{path.name}: case[{i}]", path) for i, c in enumerate(cases)]
+    return [_parse_case(dict(data), ..., f"{path.name}", path)]
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _predict(case: _Case, path: Path) -> Mapping[str, Any]:
+    where = f"{path.name}: case {case.name!r}"
+    if case.kind in MODEL_KINDS:
+        return MODEL_KINDS[case.kind].evaluate_case(case.model, where=where, base=path.parent)
+    table = Table(case.model, where)
+    predicted = _USER[case.kind][0](table)
+    table.finish()
+    return predicted
+
+
+def _run_case(case: _Case, path: Path) -> list[CaseResult]:
+    try:
+        predicted = _predict(case, path)
+    except MarkovsimError as exc:
+        raise type(exc)(f"case {case.name!r} (kind {case.kind!r}): {exc}") from None
+    if not isinstance(predicted, Mapping):
+        raise MarkovsimError(f"case kind {case.kind!r} returned {type(predicted).__name__}; expected a dict")
+    rows = []
+    for output, reported, tol in case.expect:
+        if output not in predicted:
+            raise SpecError(f"case {case.name!r}: expect.{output}: kind {case.kind!r} does not predict "
+                            f"{output!r}; it predicts {', '.join(map(repr, predicted))}")
+        value = float(np.asarray(predicted[output]))
+        error = (value - reported) / abs(reported) if reported != 0 else math.nan
+        rows.append(CaseResult(case=case.name, kind=case.kind, output=output, reported=reported,
+                               predicted=value, error=float(error), abs_error=abs(value - reported),
+                               tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
+                               role=case.role))
+    return rows
+
+
+def validate_cases(path: str | Path) -> ValidationReport:
+    """Run every case of a case file and compare predictions with the reported values.
+
+    The whole file is checked (kinds, roles, tolerances and their units, expected values)
+    before any case runs.
+
+    Args:
+        path: the case file (TOML; format in the module documentation and the how-to page
+            "Check the models against your cluster").
+
+    Returns:
+        ValidationReport: one row per reported output; ``report.summary()``,
+        ``report.median_error``, ``report.max_error``, ``report.passed``.
+
+    Raises:
+        SpecError: a malformed case file, an unknown kind, unknown model keys, a tolerance
+            whose unit measures something else than its output, or an expected output the
+            kind does not predict (the message names the file, case and key).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"{path}: is a directory, expected a case file (TOML)")
+    cases = _parse_file(path)
+    rows: list[CaseResult] = []
+    for case in cases:
+        rows.extend(_run_case(case, path))
+    return ValidationReport(path=str(path), rows=tuple(rows))
