@@ -165,6 +165,22 @@ class FaultLog:
         remap = np.array([merged.index(n) for n in names], dtype=int)
         return dataclasses.replace(self, fault_class=remap[self.fault_class], classes=merged)
 
+    def after(self, cut: float) -> tuple["FaultLog", np.ndarray, np.ndarray]:
+        """The window ``[cut, window]`` as its own log, and the faults open at the cut.
+
+        Returns:
+            ``(log, carried_node, carried_end)``: faults starting at or after ``cut`` with times
+            shifted to start at 0; the nodes down at ``cut`` and when they come back (shifted).
+        """
+        if not 0 <= cut < self.window:
+            raise InvalidParameterError(f"cut={cut!r} s: expected a time inside [0, {self.window!r}) s")
+        later = self.start >= cut
+        carried = (~later) & (self.end > cut)
+        log = dataclasses.replace(self, node=self.node[later], start=self.start[later] - cut,
+                                  end=self.end[later] - cut, censored=self.censored[later],
+                                  fault_class=self.fault_class[later], window=float(self.window - cut))
+        return log, self.node[carried], self.end[carried] - cut
+
     def truncated(self, window: float) -> "FaultLog":
         """The log as it would have been seen at ``window`` seconds (later faults dropped, open ones censored)."""
         if not 0 < window <= self.window:
