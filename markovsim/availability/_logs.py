@@ -41,6 +41,9 @@ __all__ = [
     "read_incident_log",
     "infinitehbd_trace",
     "dispersion_index",
+    "INFINITEHBD_NODES",
+    "INFINITEHBD_WINDOW",
+    "INFINITEHBD_REST",
 ]
 
 _UNITS = {"s": 1.0, "min": MINUTE, "h": HOUR, "d": DAY}
@@ -478,6 +481,8 @@ def read_incident_log(path: str | Path, *, window: float, cards: int, time_unit:
 #: the shipped part of the InfiniteHBD trace: 400 nodes, first 209.39 days
 INFINITEHBD_NODES = 400
 INFINITEHBD_WINDOW = 209.39 * DAY
+#: the part of the InfiniteHBD observation window kept back (348.98 - 209.39 days), seconds
+INFINITEHBD_REST = (348.98 - 209.39) * DAY
 
 
 def infinitehbd_trace() -> FaultLog:
