@@ -282,6 +282,36 @@ class PhaseTypeFit:
     on_bound: tuple[str, ...] = ()
     candidates: tuple[tuple[int, float, float, float], ...] = ()
 
+    def interval(self, quantity, level: float = 0.9) -> tuple[float, float, float]:
+        """Wald interval of ``quantity(distribution)`` by the delta method on ``theta``.
+
+        Args:
+            quantity: a function of a :class:`PhaseType` returning a positive float (e.g.
+                ``lambda d: float(d.mean())``); the interval is built on its log.
+            level: interval level.
+
+        Returns:
+            ``(estimate, low, high)``.
+        """
+        from scipy import stats as _stats
+
+        has_zero = self.n_zero > 0
+
+        def g(th):
+            return math.log(quantity(_unpack(self.form, self.phases, th, has_zero)))
+
+        est = g(self.theta)
+        grad = np.zeros(self.theta.size)
+        for i in range(self.theta.size):
+            h = 1e-5 * max(abs(self.theta[i]), 1.0)
+            e = np.zeros(self.theta.size)
+            e[i] = h
+            grad[i] = (g(self.theta + e) - g(self.theta - e)) / (2 * h)
+        cov = np.where(np.isfinite(self.covariance), self.covariance, 0.0)
+        se = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+        z = _stats.norm.ppf(0.5 + level / 2)
+        return math.exp(est), math.exp(est - z * se), math.exp(est + z * se)
+
     def sample_distributions(self, rng: np.random.Generator, size: int) -> list[PhaseType]:
         """Draws of the distribution from the Wald normal of ``theta`` (parameter uncertainty)."""
         thetas = _mvn(rng, self.theta, self.covariance, size)
