@@ -293,7 +293,9 @@ class FaultModelFit:
             add(f"rate {c}", m.class_rates()[i] * DAY * 1000, rates[:, i], "per 1000 node-days up")
         add("rate all classes", m.node_rate() * DAY * 1000, rates.sum(1), "per 1000 node-days up")
         pi = np.array([x.rate_class_shares[-1] for x in models])
-        add("lemon share", m.rate_class_shares[-1], pi, "share of nodes")
+        mix_bound = bool(m.rate_class_shares.min() < 1e-6 or
+                         m.rate_class_weights[-1] < (1 + 1e-6) * m.rate_class_weights[0])
+        add("lemon share", m.rate_class_shares[-1], pi, "share of nodes", on_bound=mix_bound)
         ratio = np.array([x.rate_class_weights[-1] / x.rate_class_weights[0] for x in models])
         add("lemon rate ratio", m.rate_class_weights[-1] / m.rate_class_weights[0], ratio, "lemon / normal rate")
         add("correlated share", m.correlated_share(), [x.correlated_share() for x in models],

@@ -510,6 +510,9 @@ def fit_phase_type(durations, censored=None, *, phases: int | None = None,
     best = min(fits, key=lambda f: f[4])
     k, theta, cov, ll, aic, bic = best
     on_bound = () if n_zero else ("zero_mass",)
+    a_best = np.asarray(_unpack(form, k, theta, n_zero > 0).alpha)
+    if form is PhaseForm.HYPEREXPONENTIAL and k > 1 and a_best.min() < 1e-8 * a_best.max():
+        on_bound += ("branch probability",)
     return PhaseTypeFit(distribution=_unpack(form, k, theta, n_zero > 0), form=form, phases=k, loglik=ll,
                         aic=aic, bic=bic, n=int(t.size), n_censored=int(cens.sum()), n_zero=n_zero,
                         theta=theta, covariance=cov, on_bound=on_bound,
