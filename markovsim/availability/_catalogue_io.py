@@ -14,7 +14,8 @@ Two files come out of a fit:
     fitted value, read back by :func:`load_fitted_catalogue`. Keys (one line each):
 
     ``format``, ``name``, ``data`` (the log's source), ``catalogue`` (the plain file, relative),
-    ``nodes``, ``window``, ``burst_window``, ``interval_level``, ``interval_method``;
+    ``nodes``, ``window``, ``burst_window``, ``repair_shared`` (probability that a fault after
+    the first of its shock is repaired together with it), ``interval_level``, ``interval_method``;
     ``[arrivals]``: ``rates_per_d`` (calm, storm shock rates of the whole cluster, all nodes up),
     ``switch_per_d`` (calm->storm, storm->calm);
     ``[[classes]]``: ``name``, ``shock_share``, ``burst_probability``, ``continuation``,
@@ -146,6 +147,7 @@ def write_fitted_catalogue(fit: FaultModelFit, path: str | Path, *, name: str, c
     L += [f"nodes = {m.nodes}   # derived: nodes observed in the log",
           f'window = "{_fmt(fit.log.window / DAY)} d"   # derived: the log\'s window',
           f'burst_window = "{_fmt(m.burst_window / HOUR)} h"   # assumption: shock linkage window, chosen before fitting',
+          f"repair_shared = {_fmt(m.repair_shared)}   # derived: faults repaired with an earlier one of their shock",
           f"interval_level = {fit.level}   # assumption: interval level",
           f'interval_method = "{FaultModelFit.METHOD}"',
           "", "[arrivals]",
@@ -245,6 +247,8 @@ def load_fitted_catalogue(path: str | Path) -> FittedCatalogue:
     nodes = _get(top, "integer", "nodes", minimum=1, doc="nodes of the fitted cluster")
     _get(top, "quantity", "window", "time", doc="length of the fitted log's window")
     burst_window = _get(top, "quantity", "burst_window", "time", doc="faults of a class this close form one shock")
+    shared = _get(top, "probability", "repair_shared", 0.0,
+                  doc="probability that a fault after the first of its shock is repaired together with it")
     _get(top, "probability", "interval_level", doc="level of every *_interval")
     _get(top, "text", "interval_method", "", doc="how the intervals were obtained")
     arr = _get(top, "table", "arrivals", doc="Markov-modulated shock arrivals of the whole cluster")
@@ -302,6 +306,6 @@ def load_fitted_catalogue(path: str | Path) -> FittedCatalogue:
                          shocks=np.asarray(shocks, float), bursts=np.asarray(bursts, float),
                          extra=np.zeros(len(classes))),
         rate_class_shares=np.asarray(rc_share), rate_class_weights=np.asarray(rc_weight),
-        repair=tuple(reps[k] for k in rep_idx), burst_window=burst_window)
+        repair=tuple(reps[k] for k in rep_idx), burst_window=burst_window, repair_shared=shared)
     catalogue = load_faults(path.parent / cat_file) if cat_file else None
     return FittedCatalogue(name=name, model=model, catalogue=catalogue, data=data, intervals=intervals)

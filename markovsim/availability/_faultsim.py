@@ -1,7 +1,8 @@
 """Event simulation of a :class:`~markovsim.availability.FaultModel`: synthetic fault logs.
 
 The twin of the fitted fault process (numpy, on the host): shock arrivals from the MMPP,
-node choice by rate-class weight among the nodes that are up, phase-type repair times.
+node choice by rate-class weight among the nodes that are up, phase-type repair times
+(shared within a shock with the model's ``repair_shared`` probability).
 It produces :class:`~markovsim.availability.FaultLog` objects, so every statistic computed on
 an observed log can be computed the same way on simulated ones.
 """
@@ -88,9 +89,15 @@ def simulate_fault_log(model: FaultModel, duration: float, rng: np.random.Genera
             if cand.size:
                 p = w[cand] / w[cand].sum()
                 hit.extend(rng.choice(cand, size=min(k - 1, cand.size), replace=False, p=p).tolist())
+        first_end = None
         for j in hit:
-            end = t + pool[c][used[c]]
-            used[c] += 1
+            if first_end is not None and rng.random() < model.repair_shared:
+                end = first_end                        # repaired together with the shock's first fault
+            else:
+                end = t + pool[c][used[c]]
+                used[c] += 1
+            if first_end is None:
+                first_end = end
             nodes.append(j)
             starts.append(t)
             ends.append(end)

@@ -15,7 +15,10 @@ The generative model (:class:`FaultModel`) of a cluster of :math:`M` nodes:
    the other up nodes with the same weights.
 3. **Repair.** Each fault keeps its node down for a phase-type time
    (:mod:`markovsim.availability._phasetype`), one distribution per class with enough
-   closed repairs, a pooled one for the rest.
+   closed repairs, a pooled one for the rest. Faults of one shock are often repaired
+   together: each fault after the first shares the first one's repair time with probability
+   :math:`\rho` (estimated as the share of such faults whose closed repair ends within
+   ``max(1 %, 15 min)`` of an earlier one of the same shock; binomial interval).
 
 Per-class rates are per node-second up (running time):
 :math:`r_c = \bar\eta\, q_c\, E[K_c] / M`, with :math:`\bar\eta` the MMPP's long-run shock rate
@@ -67,6 +70,8 @@ class FaultModel:
         rate_class_weights: :math:`w_r` (mean 1 under ``rate_class_shares``).
         repair: repair time per class (:class:`PhaseType`, seconds).
         burst_window: linkage window the shocks were defined with, seconds.
+        repair_shared: probability that a fault after the first of its shock comes back with
+            the first one (batch repair: one repair time for both), else it draws its own.
     """
 
     classes: tuple[str, ...]
@@ -78,6 +83,7 @@ class FaultModel:
     rate_class_weights: np.ndarray
     repair: tuple[PhaseType, ...]
     burst_window: float = HOUR
+    repair_shared: float = 0.0
 
     def class_rates(self) -> np.ndarray:
         """Faults per node-second up, per class."""
@@ -232,6 +238,8 @@ class FaultModelFit:
         repair_fits: phase-type fit of each class (pooled classes share one).
         repair_pooled_classes: classes repaired by the pooled distribution.
         level: interval level.
+        shared_counts: (faults repaired with an earlier one of their shock, faults after the
+            first of a shock), closed repairs only.
     """
 
     model: FaultModel
@@ -243,9 +251,11 @@ class FaultModelFit:
     repair_fits: tuple[PhaseTypeFit, ...]
     repair_pooled_classes: tuple[str, ...]
     level: float = 0.9
+    shared_counts: tuple[int, int] = (0, 0)
 
     METHOD = ("Wald (observed information) on log/logit scales; derived values from 2000 joint "
-              "draws of that normal; class shares from Dirichlet draws on the shock counts")
+              "draws of that normal; class shares from Dirichlet draws on the shock counts; the "
+              "shared-repair share from Jeffreys beta draws")
 
     def sample_models(self, rng: np.random.Generator, size: int) -> list[FaultModel]:
         """Models drawn from the parameters' approximate sampling distribution (see module docstring)."""
@@ -257,9 +267,11 @@ class FaultModelFit:
             shares = rng.dirichlet(np.maximum(shock_counts, 1e-3))
             pi, w = self.rate_classes.draw(rng)
             repair = tuple(repair_draws[self._repair_index[c]][k] for c in range(len(self.model.classes)))
+            k_sh, n_sh = self.shared_counts
+            rho = rng.beta(k_sh + 0.5, n_sh - k_sh + 0.5) if n_sh else 0.0
             out.append(dataclasses.replace(self.model, shocks=proc, class_shares=shares,
                                            sizes=self.sizes_fit.draw(rng), rate_class_shares=pi,
-                                           rate_class_weights=w, repair=repair))
+                                           rate_class_weights=w, repair=repair, repair_shared=rho))
         return out
 
     @property
@@ -298,6 +310,8 @@ class FaultModelFit:
         add("lemon share", m.rate_class_shares[-1], pi, "share of nodes", on_bound=mix_bound)
         ratio = np.array([x.rate_class_weights[-1] / x.rate_class_weights[0] for x in models])
         add("lemon rate ratio", m.rate_class_weights[-1] / m.rate_class_weights[0], ratio, "lemon / normal rate")
+        add("shared repair share", m.repair_shared, [x.repair_shared for x in models],
+            "faults repaired with an earlier one of their shock", on_bound=self.shared_counts[0] in (0, self.shared_counts[1]))
         add("correlated share", m.correlated_share(), [x.correlated_share() for x in models],
             f"share of faults in a shock after its first (window {m.burst_window / HOUR:g} h)")
         proc = m.shocks
@@ -394,12 +408,36 @@ def fit_fault_log(log: FaultLog, *, burst_window: float = HOUR, rate_classes: in
             sel = np.ones(log.n_faults, bool)
         fits.append(fit_phase_type(log.duration[sel], log.censored[sel], phases=repair_phases, form=repair_form))
     repair = tuple(fits[per_class.index(c)] if c in per_class else fits[-1] for c in log.classes)
+    shared, extra = _shared_repairs(log, shocks)
     model = FaultModel(classes=log.classes, nodes=log.nodes, shocks=arrivals.process.scaled(1.0 / up_share),
                        class_shares=sizes.shocks / sizes.shocks.sum(), sizes=sizes,
                        rate_class_shares=mix.shares, rate_class_weights=mix.weights,
-                       repair=tuple(f.distribution for f in repair), burst_window=float(burst_window))
+                       repair=tuple(f.distribution for f in repair), burst_window=float(burst_window),
+                       repair_shared=shared / extra if extra else 0.0)
     return FaultModelFit(model=model, log=log, shocks=shocks, arrivals=arrivals, up_share=up_share,
-                         rate_classes=mix, repair_fits=tuple(fits), repair_pooled_classes=pooled, level=level)
+                         rate_classes=mix, repair_fits=tuple(fits), repair_pooled_classes=pooled, level=level,
+                         shared_counts=(shared, extra))
+
+
+def _shared_repairs(log: FaultLog, shocks: Shocks) -> tuple[int, int]:
+    """(faults after the first of their shock repaired with an earlier one, such faults), closed only."""
+    shared = extra = 0
+    order = np.argsort(log.start, kind="stable")
+    seen: dict[int, list[float]] = {}
+    for i in order:
+        k = int(shocks.members[i])
+        if log.censored[i]:
+            seen.setdefault(k, [])
+            continue
+        d = float(log.duration[i])
+        if k in seen:
+            extra += 1
+            tol = lambda x: max(0.01 * x, 900.0)  # noqa: E731
+            shared += any(abs(d - x) <= tol(x) for x in seen[k])
+            seen[k].append(d)
+        else:
+            seen[k] = [d]
+    return shared, extra
 
 
 def observed_statistics(log: FaultLog) -> dict[str, float]:

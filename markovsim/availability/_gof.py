@@ -12,8 +12,9 @@ The comparison says, per statistic, which criterion it is held to:
               estimate of the log (censoring included) at most a bound.
 
 Statistics: faults per class and in all, per-node dispersion (variance / mean of faults per
-node), daily dispersion (of faults per day), the most nodes down at once, the share of faults
-on the worst 10 % of nodes, node-days lost, and the repair-time distribution.
+node), daily dispersion (of faults per day), the most nodes down at once and the share of
+time with at least 5 % of the nodes down (the concurrency tail), the share of faults on the
+worst 10 % of nodes, node-days lost, and the repair-time distribution.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def window_statistics(log: FaultLog, *, carried_node=None, carried_end=None) -> 
 
     Returns:
         ``faults`` (int), ``faults by class`` (dict), ``per-node dispersion``,
-        ``daily dispersion``, ``max nodes down``, ``mean nodes down``, ``top 10% nodes share``,
+        ``daily dispersion``, ``max nodes down``, ``mean nodes down``, ``time share >= 5% nodes
+        down`` (the concurrency tail), ``top 10% nodes share``,
         ``node-days lost`` (node-days down inside the window, carried faults included),
         ``repair median d`` and ``repair p90 d`` (Kaplan-Meier over the faults starting in
         the window; ``inf`` if censoring keeps it from reaching the level).
@@ -85,13 +87,15 @@ def window_statistics(log: FaultLog, *, carried_node=None, carried_end=None) -> 
     start = np.concatenate([np.zeros(cn.size), log.start])
     end = np.concatenate([ce, log.end])
     t, c = nodes_down_path(node, start, end)
+    tail_at = int(np.ceil(0.05 * log.nodes))
     if t.size:
         seg = np.diff(np.append(t, log.window).clip(max=log.window))
         mean_down = float((c * seg).sum() / log.window)
         lost = float((c * seg).sum() / DAY)
         peak = int(c.max())
+        tail = float(seg[c >= tail_at].sum() / log.window)
     else:
-        mean_down, lost, peak = 0.0, 0.0, 0
+        mean_down, lost, peak, tail = 0.0, 0.0, 0, 0.0
     n = log.per_node_counts()
     top = np.sort(n)[::-1][: max(1, int(round(0.1 * log.nodes)))].sum() / max(n.sum(), 1.0)
     daily = log.daily_counts()
@@ -102,6 +106,7 @@ def window_statistics(log: FaultLog, *, carried_node=None, carried_end=None) -> 
         "daily dispersion": dispersion_index(daily) if daily.size > 1 and daily.sum() > 0 else 0.0,
         "max nodes down": peak,
         "mean nodes down": mean_down,
+        "time share >= 5% nodes down": tail,
         "top 10% nodes share": float(top),
         "node-days lost": lost,
         "repair median d": km_quantile(log.duration, log.censored, 0.5) / DAY if log.n_faults else float("inf"),
@@ -231,7 +236,7 @@ def goodness_of_fit(fit: FaultModelFit, *, simulations: int = 400, level: float 
         m, lo, hi = band(lambda s: s[key])
         rows.append(CheckRow(key, obs[key], m, lo, hi, f"relative <= {dispersion_tolerance:g}",
                              abs(m - obs[key]) <= dispersion_tolerance * obs[key]))
-    for key in ("max nodes down", "node-days lost", "top 10% nodes share"):
+    for key in ("max nodes down", "time share >= 5% nodes down", "node-days lost", "top 10% nodes share"):
         m, lo, hi = band(lambda s: s[key])
         rows.append(CheckRow(key, obs[key], m, lo, hi, "inside", lo <= obs[key] <= hi))
     ks = ks_distance(fit.model.repair_cdf, log.duration, log.censored)

@@ -146,11 +146,7 @@ class FaultLog:
 
     def daily_counts(self, period: float = DAY) -> np.ndarray:
         """Faults starting in each whole ``period`` of the window (a partial last period is dropped)."""
-        bins = int(np.floor(self.window / period + 1e-9))
-        if bins < 1:
-            raise InvalidParameterError(f"period={period!r} s: longer than the window {self.window!r} s")
-        idx = np.floor(self.start / period).astype(int)
-        return np.bincount(idx[idx < bins], minlength=bins).astype(float)
+        return _period_counts(self.start, self.window, period)
 
     def nodes_down(self) -> tuple[np.ndarray, np.ndarray]:
         """Step function of the number of distinct nodes down: ``(times, count from that time on)``."""
@@ -193,6 +189,14 @@ class FaultLog:
         cens = self.censored[keep] | (self.end[keep] > window)
         return dataclasses.replace(self, node=self.node[keep], start=self.start[keep], end=end,
                                    censored=cens, fault_class=self.fault_class[keep], window=float(window))
+
+
+def _period_counts(times: np.ndarray, window: float, period: float) -> np.ndarray:
+    bins = int(np.floor(window / period + 1e-9))
+    if bins < 1:
+        raise InvalidParameterError(f"period={period!r} s: longer than the window {window!r} s")
+    idx = np.floor(times / period).astype(int)
+    return np.bincount(idx[idx < bins], minlength=bins).astype(float)
 
 
 def _union_length(start: np.ndarray, end: np.ndarray) -> float:
@@ -287,11 +291,8 @@ class IncidentLog:
         return out
 
     def daily_counts(self, period: float = DAY) -> np.ndarray:
-        bins = int(np.floor(self.window / period + 1e-9))
-        if bins < 1:
-            raise InvalidParameterError(f"period={period!r} s: longer than the window {self.window!r} s")
-        idx = np.floor(self.time / period).astype(int)
-        return np.bincount(idx[idx < bins], minlength=bins).astype(float)
+        """Incidents in each whole ``period`` of the window (a partial last period is dropped)."""
+        return _period_counts(self.time, self.window, period)
 
 
 # ---------------------------------------------------------------------- readers

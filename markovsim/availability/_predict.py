@@ -75,6 +75,7 @@ class WindowPrediction:
         node_days_lost: node-days down inside the window (faults open at the start included).
         max_nodes_down: most nodes down at once.
         mean_nodes_down: time-average nodes down.
+        time_share_5pct_down: share of the window with at least 5 % of the nodes down.
         repair_median_days: Kaplan-Meier median repair time of the window's faults, days.
         repair_p90_days: Kaplan-Meier 90th percentile, days (``inf`` draws: censoring hid it).
         model_repair_median_days: the model's median repair time, days (parameter interval).
@@ -91,6 +92,7 @@ class WindowPrediction:
     node_days_lost: Band
     max_nodes_down: Band
     mean_nodes_down: Band
+    time_share_5pct_down: Band
     repair_median_days: Band
     repair_p90_days: Band
     model_repair_median_days: Band
@@ -100,7 +102,8 @@ class WindowPrediction:
     def as_dict(self) -> dict[str, object]:
         """Flat dictionary of ``{quantity: (median, low, high)}`` for reports and reproduction rows."""
         out: dict[str, object] = {f"faults {c}": (b.median, b.low, b.high) for c, b in self.faults_by_class.items()}
-        for name in ("faults", "node_days_lost", "max_nodes_down", "mean_nodes_down", "repair_median_days",
+        for name in ("faults", "node_days_lost", "max_nodes_down", "mean_nodes_down", "time_share_5pct_down",
+                     "repair_median_days",
                      "repair_p90_days", "model_repair_median_days", "model_repair_p90_days"):
             b = getattr(self, name)
             out[name.replace("_", " ")] = (b.median, b.low, b.high)
@@ -162,6 +165,7 @@ def predict_next_window(fit: FaultModelFit, duration: float, *, simulations: int
         node_days_lost=Band.of([s["node-days lost"] for s in stats], level),
         max_nodes_down=Band.of([s["max nodes down"] for s in stats], level),
         mean_nodes_down=Band.of([s["mean nodes down"] for s in stats], level),
+        time_share_5pct_down=Band.of([s["time share >= 5% nodes down"] for s in stats], level),
         repair_median_days=Band.of([s["repair median d"] for s in stats], level),
         repair_p90_days=Band.of([s["repair p90 d"] for s in stats], level),
         model_repair_median_days=Band.of([_quantile_mixture(m, 0.5) / DAY for m in few], level),
