@@ -24,6 +24,8 @@ from ._units import (
     hours as hours,
     minutes as minutes,
     mtbf_to_rate as mtbf_to_rate,
+    per_running_rate as per_running_rate,
+    per_wall_rate as per_wall_rate,
     rate_to_afr as rate_to_afr,
     rate_to_fit as rate_to_fit,
     years as years,
@@ -41,6 +43,7 @@ __all__ = [
     "mtbf_to_rate", "rate_to_afr", "rate_to_fit", "years",
     *_engine_all,
 ]
+__all__ += ["per_wall_rate", "per_running_rate"]
 
 from ._sweep import PointStatus as PointStatus, open_sweep as open_sweep, sweep as sweep  # noqa: E402
 

@@ -101,3 +101,114 @@ __all__ = [
 __all__ += ["cluster_from_document", "faults_from_document", "recovery_from_document"]
 __all__ += ["JOB_OUTPUT_UNITS", "JOB_REFERENCES", "MODEL_KIND", "Job", "is_cluster", "is_job", "is_recovery",
             "job_from_document", "job_outputs", "load_job"]
+
+# fault models from data (faults helper): logs, fits, phase-type repair, bursts, predictions
+from ._calibrate import (  # noqa: E402
+    CalibrationResult as CalibrationResult,
+    PublishedRunCheck as PublishedRunCheck,
+    calibrate_catalogue as calibrate_catalogue,
+    poisson_rate_interval as poisson_rate_interval,
+    published_run_check as published_run_check,
+)
+from ._catalogue_io import (  # noqa: E402
+    FittedCatalogue as FittedCatalogue,
+    fault_catalogue_from_fit as fault_catalogue_from_fit,
+    load_fitted_catalogue as load_fitted_catalogue,
+    write_fault_catalogue as write_fault_catalogue,
+    write_fitted_catalogue as write_fitted_catalogue,
+)
+from ._common_cause import (  # noqa: E402
+    BurstSizes as BurstSizes,
+    MarkovModulatedPoisson as MarkovModulatedPoisson,
+    MMPPFit as MMPPFit,
+    Shocks as Shocks,
+    cluster_shocks as cluster_shocks,
+    fit_burst_sizes as fit_burst_sizes,
+    fit_mmpp as fit_mmpp,
+)
+from ._faultsim import InitialState as InitialState, simulate_fault_log as simulate_fault_log  # noqa: E402
+from ._fit import (  # noqa: E402
+    FaultModel as FaultModel,
+    FaultModelFit as FaultModelFit,
+    FittedValue as FittedValue,
+    RateClassFit as RateClassFit,
+    fit_fault_log as fit_fault_log,
+    fit_rate_classes as fit_rate_classes,
+)
+from ._gof import (  # noqa: E402
+    CheckRow as CheckRow,
+    GoodnessOfFit as GoodnessOfFit,
+    goodness_of_fit as goodness_of_fit,
+    kaplan_meier as kaplan_meier,
+    ks_distance as ks_distance,
+    window_statistics as window_statistics,
+)
+from ._logs import (  # noqa: E402
+    INFINITEHBD_NODES as INFINITEHBD_NODES,
+    INFINITEHBD_REST as INFINITEHBD_REST,
+    INFINITEHBD_WINDOW as INFINITEHBD_WINDOW,
+    FaultLog as FaultLog,
+    IncidentLog as IncidentLog,
+    dispersion_index as dispersion_index,
+    infinitehbd_trace as infinitehbd_trace,
+    read_fault_log as read_fault_log,
+    read_incident_log as read_incident_log,
+)
+from ._mtbf_scaling import (  # noqa: E402
+    MtbfScalingFinding as MtbfScalingFinding,
+    Reach as Reach,
+    cluster_fault_rate as cluster_fault_rate,
+    job_interruption_rate as job_interruption_rate,
+    mtbf_elasticity as mtbf_elasticity,
+    mtbf_ratio as mtbf_ratio,
+    mtbf_scaling_finding as mtbf_scaling_finding,
+)
+from ._phasetype import (  # noqa: E402
+    PhaseForm as PhaseForm,
+    PhaseType as PhaseType,
+    PhaseTypeFit as PhaseTypeFit,
+    coxian as coxian,
+    erlang as erlang,
+    exponential as exponential,
+    fit_phase_type as fit_phase_type,
+    hyperexponential as hyperexponential,
+)
+from ._predict import (  # noqa: E402
+    Band as Band,
+    TrainingDistributions as TrainingDistributions,
+    TrainingJob as TrainingJob,
+    WindowPrediction as WindowPrediction,
+    predict_next_window as predict_next_window,
+    training_distributions as training_distributions,
+)
+
+__all__ += [
+    # logs
+    "FaultLog", "IncidentLog", "read_fault_log", "read_incident_log", "infinitehbd_trace", "dispersion_index",
+    "INFINITEHBD_NODES", "INFINITEHBD_WINDOW", "INFINITEHBD_REST",
+    # phase-type distributions
+    "PhaseType", "PhaseForm", "PhaseTypeFit", "exponential", "hyperexponential", "coxian", "erlang",
+    "fit_phase_type",
+    # bursts and common cause
+    "Shocks", "cluster_shocks", "BurstSizes", "fit_burst_sizes", "MarkovModulatedPoisson", "MMPPFit", "fit_mmpp",
+    # fitted fault models, checks, predictions
+    "FaultModel", "FaultModelFit", "FittedValue", "RateClassFit", "fit_fault_log", "fit_rate_classes",
+    "InitialState", "simulate_fault_log", "CheckRow", "GoodnessOfFit", "goodness_of_fit", "kaplan_meier",
+    "ks_distance", "window_statistics", "Band", "WindowPrediction", "predict_next_window", "TrainingJob",
+    "TrainingDistributions", "training_distributions",
+    # catalogues and calibration
+    "fault_catalogue_from_fit", "write_fault_catalogue", "write_fitted_catalogue", "FittedCatalogue",
+    "load_fitted_catalogue", "CalibrationResult", "calibrate_catalogue", "PublishedRunCheck",
+    "published_run_check", "poisson_rate_interval",
+    # MTBF scaling with correlated failures
+    "Reach", "cluster_fault_rate", "mtbf_ratio", "mtbf_elasticity", "job_interruption_rate",
+    "MtbfScalingFinding", "mtbf_scaling_finding",
+]
+from ._infinitehbd import (  # noqa: E402
+    INFINITEHBD_EFFECTS as INFINITEHBD_EFFECTS,
+    infinitehbd_fit as infinitehbd_fit,
+    infinitehbd_rest_prediction as infinitehbd_rest_prediction,
+    write_infinitehbd_catalogue as write_infinitehbd_catalogue,
+)
+
+__all__ += ["INFINITEHBD_EFFECTS", "infinitehbd_fit", "infinitehbd_rest_prediction", "write_infinitehbd_catalogue"]

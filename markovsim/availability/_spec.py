@@ -1,5 +1,5 @@
 """Model files for availability: clusters (with their fault catalogue), fault catalogues and
-recovery plans (TOML, read strictly through :mod:`markovsim._spec`).
+recovery plans (TOML, read strictly through :mod:`markovsim._io`).
 
 Three kinds of file; every number is followed by a ``# source: ...`` (seed id or
 public_inputs line), ``# derived: ...`` or ``# assumption: why`` comment (checked by the

@@ -1,6 +1,6 @@
 """Inference model files (TOML): a MoE model served by prefill and decode instance pools.
 
-Read strictly with :mod:`markovsim._spec`: unknown keys, missing units, probabilities
+Read strictly with :mod:`markovsim._io`: unknown keys, missing units, probabilities
 above 1 and negative rates are errors that name the field. The layout of each role gives
 its cards per instance: ``expert_parallel`` devices carry the routed experts, the
 attention runs as ``tensor_parallel x data_parallel`` over the same devices, and a card

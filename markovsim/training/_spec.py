@@ -9,7 +9,7 @@ bad values raise :class:`markovsim.SpecError` naming the file and the key).
 
 A plan names its workload and hardware by file (a path relative to the plan file, or a
 bare name of a shipped preset) or writes them inline as tables. The field readers
-(``_workload``, ``_hardware``, ``_plan_spec``) take a :class:`~markovsim._spec.Table` and a
+(``_workload``, ``_hardware``, ``_plan_spec``) take a :class:`~markovsim._io.Table` and a
 base directory, so a document held in memory is read the same way as a file.
 """
 
