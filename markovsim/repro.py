@@ -17,6 +17,10 @@ Three parts, kept apart so that no script can set a verdict:
   ``what-if``
       the expectation has no published number to compare (a scenario, a target, a
       qualitative claim);
+  ``to-check``
+      a prediction (kind ``prediction``): the model states a value with a prediction
+      interval for data that exist but are held back (``check_against`` names them); it
+      becomes a comparison once they are read, and is no evidence before;
   ``calibrated``
       an input was fitted on this very figure (``fitted-on:KEY``): never evidence; the row
       names the rows that then use the fitted value;
@@ -56,10 +60,11 @@ __all__ = [
     "find_scripts", "script_ids", "run_reproductions", "write_report", "format_table", "status_counts",
 ]
 
-STATUSES = ("reproduced", "matches-with-assumption", "calibrated", "miss", "inconsistent", "what-if", "not-yet")
+STATUSES = ("reproduced", "matches-with-assumption", "calibrated", "miss", "inconsistent", "what-if", "to-check",
+            "not-yet")
 #: statuses that count as evidence for the model
 EVIDENCE = ("reproduced", "matches-with-assumption")
-KINDS = ("figure", "scenario", "qualitative")
+KINDS = ("figure", "scenario", "qualitative", "prediction")
 CHECKS = ("abs", "rel", "interval", "above", "below", "none")
 _FITTED = "fitted-on:"
 
@@ -80,6 +85,8 @@ class Input:
             the figure ``KEY``).
         source: the citation, the reason for the assumption, or how it was fitted.
         file: the model file it summarises, if any (its fields are listed in the report).
+        fields: the fields of ``file`` it stands for, where their provenance is not the one
+            their comments give (fields fitted on a public data set: cited to it).
     """
 
     name: str
@@ -88,6 +95,7 @@ class Input:
     provenance: str
     source: str
     file: str = ""
+    fields: tuple = ()
 
     def __post_init__(self):
         p = self.provenance
@@ -161,6 +169,9 @@ class ModelValue:
             the sweep does not settle it.
         note: how the value is computed and what it shows.
         quantity: what the model computes, when it says more than the expectation's quantity.
+        interval: for a prediction, its prediction interval: ``(low, high)`` for one number,
+            one ``(low, high)`` per element for a list.
+        level: the interval's level (e.g. 0.9).
     """
 
     key: str
@@ -171,6 +182,8 @@ class ModelValue:
     mechanism: str = ""
     note: str = ""
     quantity: str = ""
+    interval: Any = None
+    level: float | None = None
 
 
 # --------------------------------------------------------------------------- expectations
@@ -196,6 +209,7 @@ class Expectation:
     high: float | None = None
     at: Any = None
     original: str = ""
+    check_against: str = ""
 
     def holds(self, model: Any) -> bool:
         """Whether ``model`` agrees with the figure (every element, for a chart)."""
@@ -261,7 +275,7 @@ def load_expectations(path: Path | None = None) -> dict[str, Expectation]:
         missing = [k for k in _REQUIRED if not f.get(k)]
         if missing:
             raise MarkovsimError(f"{where}: missing {', '.join(missing)}")
-        unknown = set(f) - set(_REQUIRED) - {"value", "tol", "low", "high", "at", "original"}
+        unknown = set(f) - set(_REQUIRED) - {"value", "tol", "low", "high", "at", "original", "check_against"}
         if unknown:
             raise MarkovsimError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         e = Expectation(**f)
@@ -271,7 +285,10 @@ def load_expectations(path: Path | None = None) -> dict[str, Expectation]:
             raise MarkovsimError(f"{where}.check={e.check!r}: expected one of {CHECKS}")
         if (e.kind == "figure") == (e.check == "none"):
             raise MarkovsimError(f"{where}: kind={e.kind!r} with check={e.check!r}; a figure needs a check, "
-                                 "a scenario or qualitative claim has none")
+                                 "a scenario, qualitative claim or prediction has none")
+        if (e.kind == "prediction") != bool(e.check_against):
+            raise MarkovsimError(f"{where}: kind={e.kind!r} with check_against={e.check_against!r}; a prediction "
+                                 "names the held-back data that will check it (check_against), nothing else does")
         need = {"abs": ("value", "tol"), "rel": ("value", "tol"), "interval": ("low", "high"),
                 "above": ("value",), "below": ("value",), "none": ()}[e.check]
         if any(getattr(e, n) is None for n in need):
@@ -297,6 +314,12 @@ def derive_status(expectation: Expectation, value: ModelValue) -> tuple[str, str
         return "not-yet", "not modelled"
     if not value.inputs:
         raise MarkovsimError(f"{key}: a model value without inputs; list every input with its provenance")
+    if expectation.kind == "prediction":
+        if value.interval is None or value.level is None:
+            raise MarkovsimError(f"{key}: a prediction without its prediction interval (ModelValue.interval, .level)")
+        return "to-check", f"a prediction, to be checked against {expectation.check_against}"
+    if value.interval is not None:
+        raise MarkovsimError(f"{key}: a prediction interval on a {expectation.kind}; only a prediction carries one")
     if expectation.kind != "figure":
         return "what-if", f"a {expectation.kind}: no published number to compare"
     if fitted_here:
@@ -348,6 +371,9 @@ class Row:
     kind: str = "figure"
     tested_on: tuple = ()
     script: str = ""
+    interval: Any = None
+    level: float | None = None
+    check_against: str = ""
 
     def provenance_counts(self) -> dict[str, int]:
         """How many inputs are cited, assumed and fitted."""
@@ -380,6 +406,18 @@ def _check_value(e: Expectation, v: ModelValue) -> None:
         for x in (p if isinstance(p, (list, tuple)) else [p]):
             if isinstance(x, (int, float)) and math.isnan(x):
                 raise MarkovsimError(f"{v.key}: model value is NaN")
+    if v.interval is not None:
+        many = isinstance(v.model, (list, tuple))
+        pairs = list(v.interval) if many else [v.interval]
+        models = list(v.model) if many else [v.model]
+        if len(pairs) != len(models) or any(len(p) != 2 for p in pairs):
+            raise MarkovsimError(f"{v.key}: interval {v.interval!r} does not match the model value {v.model!r}: "
+                                 "expected (low, high), one per element for a list")
+        for m, (lo, hi) in zip(models, pairs):
+            if any(math.isnan(float(x)) for x in (m, lo, hi)) or not float(lo) <= float(m) <= float(hi):
+                raise MarkovsimError(f"{v.key}: interval [{lo}, {hi}] does not hold its median {m}")
+        if not (v.level is not None and 0 < v.level < 1):
+            raise MarkovsimError(f"{v.key}: level={v.level!r}; expected the interval's level in (0, 1)")
 
 
 def _make_rows(values: Sequence[tuple[str, ModelValue]], expectations: dict[str, Expectation], *,
@@ -417,7 +455,8 @@ def _make_rows(values: Sequence[tuple[str, ModelValue]], expectations: dict[str,
                         tolerance=e.tolerance_text(), model=v.model, unit=e.unit, status=status, why=why,
                         inputs=tuple(v.inputs), sweep=v.sweep, band=_band(v), mechanism=v.mechanism, note=v.note,
                         quote=e.quote, original=e.original, source=e.source, reason=e.reason, kind=e.kind,
-                        tested_on=tested, script=script))
+                        tested_on=tested, script=script, interval=v.interval, level=v.level,
+                        check_against=e.check_against))
     order = {k: n for n, k in enumerate(expectations)}
     return sorted(rows, key=lambda r: order[r.key])
 
@@ -441,7 +480,8 @@ def _provenance(comment: str) -> tuple[str, str]:
 
 
 def inputs_from_model_file(path: str | Path, *, root: str | Path | None = None, fields: Sequence[str] | None = None,
-                           taken_from: dict[str, str] | None = None, summary: bool = False) -> list[Input]:
+                           taken_from: dict[str, str] | None = None, data_fits: dict[str, str] | None = None,
+                           summary: bool = False) -> list[Input]:
     """The inputs of a model file (TOML) with the provenance its comments give.
 
     Every field's comment says ``source: ...`` (or names a public source: cited),
@@ -455,6 +495,9 @@ def inputs_from_model_file(path: str | Path, *, root: str | Path | None = None, 
         fields: keep only fields whose name starts with one of these.
         taken_from: field name -> figure key for fields set from a published figure
             (they become ``fitted-on:KEY``).
+        data_fits: marker -> public data set: a field whose comment contains the marker
+            (e.g. ``"InfiniteHBD fit"``) was fitted by maximum likelihood on that data set,
+            not on any figure, and counts as cited to it.
         summary: one input per provenance class (plus one per fitted field), with ``file``
             set so the report lists every field; else one input per field.
     """
@@ -482,6 +525,9 @@ def inputs_from_model_file(path: str | Path, *, root: str | Path | None = None, 
         if fields is not None and not any(name.startswith(f) for f in fields):
             continue
         prov, src = _provenance(comment)
+        data = [d for marker, d in (data_fits or {}).items() if marker in comment]
+        if data:
+            prov, src = "cited", f"fitted on {data[0]} ({comment})"
         if name in taken_from:
             prov, src = _FITTED + taken_from[name], f"set from that figure ({src})"
         found.append(Input(f"{rel}: {name}", value, "", prov, src, file=rel))
@@ -490,11 +536,17 @@ def inputs_from_model_file(path: str | Path, *, root: str | Path | None = None, 
     if not summary:
         return found
     out = []
+    fit_on_data = {n: i for n, i in ((i.name, i) for i in found) if i.source.startswith("fitted on ")}
     for prov in ("cited", "assumption"):
-        group = [i for i in found if i.provenance == prov]
+        group = [i for i in found if i.provenance == prov and i.name not in fit_on_data]
         if group:
             out.append(Input(f"{rel} ({len(group)} {prov} fields)", len(group), "fields", prov,
                              "each field listed under 'Model files' at the end of the report", file=rel))
+    for data in dict.fromkeys((data_fits or {}).values()):
+        group = tuple(n.split(": ", 1)[1] for n, i in fit_on_data.items() if i.source.startswith(f"fitted on {data}"))
+        if group:
+            out.append(Input(f"{rel} ({len(group)} fields fitted on a public data set)", len(group), "fields", "cited",
+                             f"fitted on {data}; each field listed under 'Model files'", file=rel, fields=group))
     return out + [dataclasses.replace(i, file=rel) for i in found if i.fitted_on]
 
 
@@ -587,6 +639,8 @@ def _fmt(v: Any) -> str:
 def _model_text(r: Row) -> str:
     if r.model is None and r.band is None:
         return "-"
+    if r.interval is not None and not isinstance(r.model, (list, tuple)):
+        return f"{_fmt(r.model)} [{_fmt(r.interval[0])}, {_fmt(r.interval[1])}]"
     text = _fmt(r.model) if r.model is not None else ""
     if r.band is not None:
         text += f" ({_fmt(r.band[0])} to {_fmt(r.band[1])})" if text else f"{_fmt(r.band[0])} to {_fmt(r.band[1])}"
@@ -596,6 +650,8 @@ def _model_text(r: Row) -> str:
 def _reported_text(r: Row) -> str:
     if r.kind == "qualitative":
         return "(no number)"
+    if r.kind == "prediction":
+        return "(prediction)"
     if r.kind == "scenario":
         return "(target " + _fmt(r.reported) + ")" if r.reported is not None else "(scenario)"
     return f"{_fmt(r.reported)} {r.tolerance}" if r.tolerance.startswith("+-") else r.tolerance
@@ -655,6 +711,19 @@ def _sweep_md(r: Row, e_holds: Callable[[Any], bool] | None) -> list[str]:
     return out + [""]
 
 
+def _interval_md(r: Row, e: Expectation | None) -> list[str]:
+    level = f"{r.level:.0%}" if r.level is not None else "?"
+    if not isinstance(r.model, (list, tuple)):
+        return [f"- prediction: median {_fmt(r.model)} {r.unit}, {level} prediction interval "
+                f"[{_fmt(r.interval[0])}, {_fmt(r.interval[1])}]; to be checked against {r.check_against}"]
+    names = list(e.at) if e is not None and isinstance(e.at, list) else list(range(len(r.model)))
+    out = [f"- prediction, median and {level} prediction interval per element; to be checked against "
+           f"{r.check_against}:", "", f"  | {_md(r.quantity.split(':')[0])} | median [{r.unit}] | interval |",
+           "  |---|---|---|"]
+    out += [f"  | {_md(n)} | {_fmt(m)} | [{_fmt(lo)}, {_fmt(hi)}] |" for n, m, (lo, hi) in zip(names, r.model, r.interval)]
+    return out + [""]
+
+
 def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, Expectation] | None = None,
                  model_root: Path | None = None) -> tuple[Path, Path]:
     """Write ``results.json`` and ``report.md`` into ``out_dir``."""
@@ -680,6 +749,7 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
           "| miss | outside tolerance; the believed mechanism is stated |",
           "| inconsistent | no point of a sweep over the plausible inputs is within tolerance |",
           "| what-if | no published number to compare (scenario, target, qualitative claim) |",
+          "| to-check | a prediction with its interval, for held-back data that will check it; not evidence yet |",
           "| not-yet | not modelled |", "",
           "**" + summary_line(rows) + "**", "",
           "| figure | scope | reported | model (band) | unit | inputs c/a/f | status |",
@@ -702,6 +772,8 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
         else:
             md.append(f"- {r.kind}: {r.reason}")
         md.append(f"- model: {r.quantity}: {_model_text(r)} {r.unit if r.model is not None or r.band else ''}")
+        if r.interval is not None:
+            md += _interval_md(r, e)
         md.append(f"- **{r.status}**: {r.why}")
         if r.mechanism and r.status == "miss":
             md.append(f"- believed mechanism: {r.mechanism}")
@@ -719,8 +791,11 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
                 md.append(f"  | {_md(i.name)} | {_md(_fmt(i.value))} {_md(i.unit)} | {i.provenance} | {_md(i.source)} |")
                 if i.file:
                     files.setdefault(i.file, {})
-                    if i.fitted_on:
-                        files[i.file][i.name] = i.provenance
+                    if i.name.startswith(i.file + ": "):   # one field, with the provenance the row gives it
+                        files[i.file][i.name] = (i.provenance, lambda comment, s=i.source: s)
+                    for field in i.fields:                  # fields a summary input stands for
+                        files[i.file][f"{i.file}: {field}"] = (
+                            i.provenance, lambda comment, s=i.source.split(";")[0]: f"{s} ({comment})")
             md.append("")
         md.append("")
     if files:
@@ -733,8 +808,9 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
                 continue
             md += [f"### {f}", "", "| field | value | provenance | comment |", "|---|---|---|---|"]
             for i in inputs_from_model_file(path, root=root):
-                prov = files[f].get(i.name, i.provenance)
-                md.append(f"| {_md(i.name.split(': ', 1)[1])} | {_md(i.value)} | {prov} | {_md(i.source)} |")
+                prov, text = files[f].get(i.name, (i.provenance, lambda comment: comment))
+                comment = text(i.source)
+                md.append(f"| {_md(i.name.split(': ', 1)[1])} | {_md(i.value)} | {prov} | {_md(comment)} |")
             md.append("")
     pngs = sorted(p.name for p in out_dir.glob("*.png"))
     if pngs:

@@ -4,7 +4,9 @@ Paths to the model files, and the provenance of their fields: each field's comme
 ``source:`` (cited) or ``assumption:`` / ``derived:``. A few fields were set from a
 published figure that a row also compares with; ``TAKEN_FROM`` names them, so every row
 that uses the file carries them as ``fitted-on:KEY`` and the figure's own row cannot count
-as evidence.
+as evidence. Fields fitted by maximum likelihood on a public data set (``DATA_FITS``: the
+GPU catalogue's rates, fitted on the InfiniteHBD trace) are cited to that data set: they
+were fitted on fault logs, not on any figure a row compares with.
 """
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ TAKEN_FROM = {
 }
 
 
+#: the public fault trace the GPU catalogue's rates are fitted on (markovsim/data/infinitehbd/)
+INFINITEHBD = ("the public InfiniteHBD trace (stepfun-ai/InfiniteHBD-Trace 7aacdc8, arXiv 2502.03885; 400 GPU "
+               "servers, days 0-209.39) by maximum likelihood")
+DATA_FITS = {
+    # "rate = ...  # derived: InfiniteHBD fit, class GPU: 71 events / 79,044 weighted node-days up"
+    GPU_FAULTS: {"InfiniteHBD fit": INFINITEHBD},
+    "models/recovery/gpu_tiered.toml": {"InfiniteHBD fit": INFINITEHBD},
+    "models/recovery/gpu_checkpoint_only.toml": {"InfiniteHBD fit": INFINITEHBD},
+}
+
+
 def path(rel: str) -> Path:
     """Absolute path of a file given relative to the repository root."""
     return ROOT / rel
@@ -49,7 +62,7 @@ def file_inputs(*rels: str, fields: tuple[str, ...] | None = None) -> list[Input
     out: list[Input] = []
     for rel in rels:
         out += inputs_from_model_file(path(rel), root=ROOT, fields=fields, taken_from=TAKEN_FROM.get(rel),
-                                      summary=fields is None)
+                                      data_fits=DATA_FITS.get(rel), summary=fields is None)
     return out
 
 

@@ -24,7 +24,7 @@ def test_repro_writes_results_and_report(tmp_path, capsys):
     report = (tmp_path / "report.md").read_text()
     assert "| input | value | provenance | source |" in report
     out = capsys.readouterr().out
-    assert re.search(r"Summary: (\d+ [a-z-]+, ){6}\d+ not-yet", out)
+    assert re.search(r"Summary: (\d+ [a-z-]+, ){7}\d+ not-yet", out)
 
 
 def test_repro_unknown_id_is_a_clear_error(tmp_path, capsys):
@@ -76,6 +76,37 @@ def test_nothing_to_compare_is_a_what_if(kind):
     e = _figure(kind=kind, check="none", value=None, tol=None)
     assert derive_status(e, ModelValue("X-1", 0.3, "1", [ASSUMED]))[0] == "what-if"
     assert derive_status(e, ModelValue("X-1", None, "1"))[0] == "not-yet"
+
+
+def _prediction(**kw):
+    return _figure(kind="prediction", check="none", value=None, tol=None,
+                   check_against="the held-back part of a log", **kw)
+
+
+def test_a_prediction_is_to_be_checked_and_needs_its_interval():
+    e = _prediction()
+    status, why = derive_status(e, ModelValue("X-1", 3.0, "1", [CITED], interval=(2.0, 5.0), level=0.9))
+    assert status == "to-check" and "the held-back part of a log" in why
+    assert derive_status(e, ModelValue("X-1", None, "1"))[0] == "not-yet"
+    with pytest.raises(MarkovsimError, match="prediction interval"):
+        derive_status(e, ModelValue("X-1", 3.0, "1", [CITED]))
+    # only a prediction carries an interval
+    with pytest.raises(MarkovsimError, match="only a prediction"):
+        derive_status(_figure(), ModelValue("X-1", 1.0, "1", [CITED], interval=(0.5, 2.0), level=0.9))
+
+
+@pytest.mark.parametrize("model, interval, level, message", [
+    (3.0, (4.0, 5.0), 0.9, "does not hold its median"),
+    (3.0, (2.0, math.nan), 0.9, "does not hold its median"),
+    ([1.0, 2.0], [(0.0, 2.0)], 0.9, "does not match"),
+    (3.0, (2.0, 5.0), 1.5, "level"),
+])
+def test_the_runner_refuses_a_broken_interval(model, interval, level, message):
+    e = {"X-1": _prediction()}
+    with pytest.raises(MarkovsimError, match=message):
+        _run([ModelValue("X-1", model, "1", [CITED], interval=interval, level=level)], e)
+    rows = _run([ModelValue("X-1", [1.0, 2.0], "1", [CITED], interval=[(0.0, 2.0), (1.0, math.inf)], level=0.9)], e)
+    assert rows[0].status == "to-check" and rows[0].check_against == "the held-back part of a log"
 
 
 def test_outside_tolerance_without_a_mechanism_or_a_sweep_is_refused():
@@ -157,6 +188,8 @@ GOOD = ('[[figure]]\nkey = "X-1"\nid = "X-1"\nsource = "s"\nquote = "q"\nscope =
     ("tol = 0.1", "", "needs value, tol"),
     ('key = "X-1"', 'key = "Y-1"', "must be the id"),
     ('kind = "figure"', 'kind = "scenario"', "a figure needs a check"),
+    ('kind = "figure"\ncheck = "abs"', 'kind = "prediction"\ncheck = "none"', "names the held-back data"),
+    ('reason = "r"', 'reason = "r"\ncheck_against = "later data"', "names the held-back data"),
 ])
 def test_expectations_file_is_checked(tmp_path, old, new, message):
     (tmp_path / "e.toml").write_text(GOOD)
@@ -183,7 +216,29 @@ def test_model_file_comments_give_the_provenance(tmp_path):
         repro.inputs_from_model_file(f, taken_from={"tiers[nope].x": "X-1"})
 
 
-STATUS_WORD = re.compile(r"\b(reproduced|explained|inconsistent|calibrated|miss|what-if|not-yet|"
+def test_a_field_fitted_on_a_public_data_set_is_cited_to_it(tmp_path):
+    f = tmp_path / "models" / "faults" / "c.toml"
+    f.parent.mkdir(parents=True)
+    f.write_text('name = "c"\n[[components]]\nname = "gpu"\nrate = "0.001 /d"   # derived: Trace fit, class GPU\n'
+                 'units_per_scope = 1   # source: per server\nshare = 0.3   # assumption: a guess\n')
+    fits = {"Trace fit": "the public trace"}
+    by_name = {i.name.split(": ")[1]: i for i in repro.inputs_from_model_file(f, root=tmp_path, data_fits=fits)}
+    assert by_name["components[gpu].rate"].provenance == "cited"
+    assert by_name["components[gpu].rate"].source.startswith("fitted on the public trace")
+    assert by_name["components[gpu].share"].provenance == "assumption"
+    summary = repro.inputs_from_model_file(f, root=tmp_path, data_fits=fits, summary=True)
+    assert [(i.provenance, i.value, i.fields) for i in summary] == [
+        ("cited", 1, ()), ("assumption", 1, ()), ("cited", 1, ("components[gpu].rate",))]
+    # the report's list of the file's fields shows the same provenance
+    v = ModelValue("X-1", 1.0, "1", summary)
+    rows = _run([v], {"X-1": _figure()})
+    repro.write_report(rows, tmp_path / "out", expectations={"X-1": _figure()}, model_root=tmp_path)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert re.search(r"\| components\[gpu\]\.rate \| \S+ /d\S* \| cited \| fitted on the public trace", report)
+    assert "| components[gpu].share | 0.3 | assumption |" in report
+
+
+STATUS_WORD = re.compile(r"\b(reproduced|explained|inconsistent|calibrated|miss|what-if|not-yet|to-check|"
                          r"matches-with-assumption)\b", re.IGNORECASE)
 
 

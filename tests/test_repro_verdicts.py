@@ -46,6 +46,8 @@ def _within(f, x):
 def _expected_status(row, f):
     if row.model is None and row.sweep is None:
         return "not-yet"
+    if f["kind"] == "prediction":
+        return "to-check" if row.interval is not None and f.get("check_against") else "broken"
     if f["kind"] != "figure":
         return "what-if"
     provenances = [i.provenance for i in row.inputs]
@@ -67,7 +69,8 @@ def test_every_status_agrees_with_its_numbers_and_provenance(run):
     assert not wrong, wrong
     for r in rows:
         assert r.unit == figures[r.key]["unit"], r.key
-        if r.status in ("reproduced", "matches-with-assumption", "calibrated", "miss", "inconsistent", "what-if"):
+        if r.status in ("reproduced", "matches-with-assumption", "calibrated", "miss", "inconsistent", "what-if",
+                        "to-check"):
             assert r.inputs, r.key
         if r.status == "miss":
             assert r.mechanism.strip(), r.key
