@@ -81,13 +81,12 @@ def tier_inputs(rel: str, tier: str, *extra: str) -> list[Input]:
     return file_inputs(rel, fields=tuple(f"tiers[{tier}].{k}" for k in PHASES) + extra)
 
 
-def mtbf_with_prediction(catalogue, shape, cards: int | None = None, *, hardware_only: bool = False):
+def mtbf_with_prediction(catalogue, shape, cards: int | None = None, *, leave_out: tuple[str, ...] = ()):
     """MTBF in hours of a job of ``cards`` cards as a function of the share of predictable
-    faults that predictive maintenance moves off (0 to 1); ``hardware_only`` leaves out
-    software faults."""
+    faults that predictive maintenance moves off (0 to 1); faults of the components named in
+    ``leave_out`` (e.g. software, for a hardware MTBF) are not counted."""
     rates = mode_rates(catalogue, shape, cards)
-    keep = np.array([m.effect is Effect.INTERRUPT and not (hardware_only and m.component == "software")
-                     for m in catalogue.modes])
+    keep = np.array([m.effect is Effect.INTERRUPT and m.component not in leave_out for m in catalogue.modes])
     predictable = np.array([m.predictable for m in catalogue.modes])
 
     def mtbf_h(coverage):

@@ -1,10 +1,13 @@
 """S-MTBF-*: fault rates of large clusters from a component catalogue and the cluster's shape.
 
-Mechanism: independent component failures (rates in models/faults/*.toml: per-card and
-per-node rates from the Llama 3 report's interruption table, optical modules from
-S-MTBF-3) counted on the cluster's shape (models/clusters/*.toml: cards per node,
-supernodes, fat-tree levels and optical modules). Unpublished inputs that decide a figure
-(job size, network optics, price of a card-hour) are swept over a stated range.
+Mechanism: component failures (rates in models/faults/*.toml: the Ascend catalogue's
+per-card and per-node rates from the Llama 3 report's interruption table, optical modules
+from S-MTBF-3; the GPU catalogue's node rates fitted on the public InfiniteHBD trace)
+counted on the cluster's shape (models/clusters/*.toml: cards per node, supernodes,
+fat-tree levels and optical modules). S-MTBF-1 uses the fault model fitted on the
+InfiniteHBD trace with its correlated failures (shocks that take several nodes at once).
+Unpublished inputs that decide a figure (job size, network optics, price of a card-hour,
+how far a burst reaches as the cluster grows) are swept over a stated range.
 """
 
 from __future__ import annotations
@@ -13,20 +16,82 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from _common import ATLAS, CM384, GPU, cluster_inputs, mtbf_with_prediction, path
+from _common import ATLAS, CM384, GPU, INFINITEHBD, cluster_inputs, mtbf_with_prediction, path
 
 from markovsim import DAY, HOUR, YEAR
 from markovsim.availability import (
+    Reach,
     component_counts,
+    infinitehbd_fit,
     interruption_rate,
     job_mtbf,
     load_cluster,
     mtbf_doubling_ratio,
-    superlinear_share_for_ratio,
+    mtbf_ratio,
+    mtbf_scaling_finding,
 )
-from markovsim.repro import ModelValue, assumed, cited, sweep
+from markovsim.repro import ModelValue, Sweep, assumed, cited, sweep
 
 IDS = ["S-MTBF-1", "S-MTBF-2", "S-MTBF-3", "S-MTBF-4", "S-MTBF-5", "S-MTBF-6"]
+BASE_NODES = (128, 256, 400, 640)  # assumption: base size of the doubling, 1,024 to 5,120 cards of 8 per node
+REACHES = (Reach.LOCAL, Reach.PROPORTIONAL)  # assumption: the trace (one cluster) cannot tell how a burst's reach grows
+
+
+def _share_draws(fit, level, draws=1000, seed=0):
+    """The fitted model and the parameter draws at the ends of the correlated share's interval."""
+    models = fit.sample_models(np.random.default_rng(seed), draws)
+    shares = np.array([m.correlated_share() for m in models])
+    order = np.argsort(shares)
+    pick = [order[int(round(q * (draws - 1)))] for q in ((1 - level) / 2, (1 + level) / 2)]
+    return {"trace low": models[pick[0]], "trace estimate": fit.model, "trace high": models[pick[1]]}
+
+
+def _mtbf_1(fit, finding, independent: float) -> tuple[ModelValue, dict]:
+    """S-MTBF-1 from the correlated failures of the fitted InfiniteHBD model."""
+    models = _share_draws(fit, fit.level)
+    points, values = [], []
+    for label, m in models.items():
+        for reach in REACHES:
+            for n in BASE_NODES:
+                points.append((f"{label} ({m.correlated_share():.3f})", reach.value, n))
+                values.append(mtbf_ratio(m, n, reach=reach))
+    est, lo, hi = finding.trace_share
+    r0, r_lo, r_hi = finding.ratio_proportional
+    n0, n_lo, n_hi = finding.nodes_for_target
+    value = ModelValue(
+        key="S-MTBF-1", model=r0, unit="1",
+        quantity=(f"cluster MTBF(2N) / MTBF(N) at N = {finding.nodes} nodes (the fitted fleet), the InfiniteHBD "
+                  "fault model with its correlated failures, reach proportional to the cluster"),
+        inputs=[
+            cited("fault model (shock arrivals, burst sizes, class shares)", "fit_fault_log defaults", "",
+                  "fitted on " + INFINITEHBD + " (markovsim.availability.infinitehbd_fit)"),
+            cited("correlated share of faults (beyond the first of a shock)", f"{est:.3f} [{lo:.3f}, {hi:.3f}]", "1",
+                  f"fitted on the InfiniteHBD trace, {finding.level:.0%} interval from parameter draws; the sweep "
+                  "takes the estimate and the draws at the interval's ends"),
+            assumed("reach of a burst as the cluster grows", "local or proportional", "",
+                    "the trace is one cluster of 400 nodes: it cannot tell whether a burst takes a fixed number of "
+                    "nodes (a rack, a switch: local) or a fixed share of the cluster (a storm, a bad push, a stress "
+                    "campaign: proportional); both swept"),
+            assumed("base size of the doubling", "128 to 640 (1,024 to 5,120 cards)", "nodes",
+                    "the article names no size; its subject is 10,000-card clusters, whose last doubling starts near "
+                    "5,000 cards; 400 nodes is the fitted fleet itself (no extrapolation)"),
+            assumed("the clusters of the claim fail like the InfiniteHBD GPU servers", "8-GPU servers", "",
+                    "the blog names no cluster; the trace is the only public node-level log with correlated faults "
+                    "the project has")],
+        sweep=Sweep(("correlated share", "reach", "base nodes"), tuple(points), tuple(values)),
+        mechanism=(f"one third needs {finding.required_share:.0%} of the faults correlated with a reach that grows "
+                   "with the cluster; the trace gives less, and nothing when the reach is local"),
+        note=(f"markovsim.availability.mtbf_scaling_finding(infinitehbd_fit()): one third needs a correlated share "
+              f"of {finding.required_share:.0%} (proportional reach, large clusters); the trace's is {est:.1%} "
+              f"[{lo:.1%}, {hi:.1%}]. Doubling {finding.nodes} nodes gives {r0:.3f} [{r_lo:.3f}, {r_hi:.3f}] with "
+              f"proportional reach and {finding.ratio_local:.2f} with local reach; proportional reach reaches 1/3 "
+              f"from a base of {n0:,.0f} [{n_lo:,.0f}, {n_hi:,.0f}] nodes. Counted as the interruptions of one job on "
+              f"a fixed fleet the picture reverses (half the fleet to all of it: {finding.ratio_job[0]:.3f}, a shock "
+              "interrupts a job once however many of its nodes it takes); heterogeneity alone, with a job placed "
+              f"on the best nodes first, gives {finding.ratio_lemon_placement[0]:.3f} [{finding.ratio_lemon_placement[1]:.3f}, "
+              f"{finding.ratio_lemon_placement[2]:.3f}] from half the fleet to all of it. The independent Ascend "
+              f"catalogue gives {independent:.3f} from 5,120 to 10,240 cards."))
+    return value, models
 
 
 def run(out_dir: Path) -> list[ModelValue]:
@@ -35,22 +100,11 @@ def run(out_dir: Path) -> list[ModelValue]:
     gpu, cat_gpu = load_cluster(path(GPU))
     out = []
 
-    # S-MTBF-1: MTBF ratio on doubling, independent failures, whatever the starting size
-    ratio = mtbf_doubling_ratio(cat, atlas, 5120)
-    share = superlinear_share_for_ratio(1 / 3)
-    out.append(ModelValue(
-        key="S-MTBF-1", model=ratio, unit="1",
-        quantity="job MTBF at 10,240 cards / at 5,120 cards, independent component failures",
-        inputs=cluster_inputs(ATLAS) + [
-            assumed("starting size of the doubling", "512 to 5,120", "cards",
-                    "the article names no size; swept, with the network re-sized (extra switch levels) at each")],
-        sweep=sweep(lambda cards: mtbf_doubling_ratio(cat, atlas, cards), cards=(512, 1024, 2048, 4096, 5120)),
-        mechanism=(f"independent failures give 1/2 per doubling, a little less where the network needs another "
-                   f"switch level; one third needs a rate term growing as N^2 that is {share:.0%} of the rate at the "
-                   "starting size (correlated or common-cause failures: a failing node taking its communicator's "
-                   "peers down, shared power or cooling), which the library's catalogue does not have yet"),
-        note="the fault-data work adds common-cause terms to the catalogue; this row is then re-run with that term "
-             "fitted on fault logs (not on this figure)."))
+    # S-MTBF-1: MTBF ratio on doubling, correlated failures fitted on the InfiniteHBD trace
+    fit = infinitehbd_fit()
+    finding = mtbf_scaling_finding(fit)
+    row, models = _mtbf_1(fit, finding, mtbf_doubling_ratio(cat, atlas, 5120))
+    out.append(row)
 
     # S-MTBF-2: several faults per day; the cost of days of training thrown away
     per_day = interruption_rate(cat, atlas) * DAY
@@ -107,7 +161,10 @@ def run(out_dir: Path) -> list[ModelValue]:
         out.append(ModelValue(
             key=key, model=None, unit="days", quantity="job MTBF on the 8-GPU-node catalogue, over job sizes",
             inputs=gpu_inputs, sweep=sweep(gpu_mtbf_days, cards=sizes),
-            note="no job size is published, so no single model value is given: the band is over job sizes."))
+            note=("no job size is published, so no single model value is given: the band is over job sizes. The "
+                  "catalogue's node rates are fitted on the InfiniteHBD trace, which sees node faults only: job-level "
+                  "software faults (training-stack bugs, collective timeouts on healthy nodes) are not in it and would "
+                  "shorten every stretch.")))
 
     # S-MTBF-5: CloudMatrix384 supernode MTBF with predictive maintenance
     supernode_mtbf = mtbf_with_prediction(cat_cm, cm, 384)
@@ -136,12 +193,14 @@ def run(out_dir: Path) -> list[ModelValue]:
         sweep=sweep(lost_days, diagnosis_days=(2, 3, 5, 7)),
         note="days are lost only while the failure is found by hand (S-REC-7) and the whole job waits; rollback and "
              "restart alone cost about an hour, so the figure is essentially the diagnosis time, itself an input."))
-    _plot(out_dir, cat, atlas)
+    _plot(out_dir, cat, atlas, models)
     return out
 
 
-def _plot(out_dir: Path, cat, atlas) -> None:
-    """Job MTBF against job size: independent failures against the seed's 'one third per doubling'."""
+def _plot(out_dir: Path, cat, atlas, models: dict) -> None:
+    """Left: job MTBF against job size (independent failures, Ascend catalogue) against the seed's
+    'one third per doubling'. Right: S-MTBF-1's ratio against the base size, from the
+    InfiniteHBD fit with local and proportional reach, against the figure's tolerance."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,7 +212,7 @@ def _plot(out_dir: Path, cat, atlas) -> None:
     anchor = 1024
     m0 = job_mtbf(cat, atlas, anchor) / HOUR
     third = m0 * (1 / 3) ** np.log2(cards / anchor)
-    fig, ax = plt.subplots(figsize=(7.0, 4.5), layout="constrained")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.0, 4.6), layout="constrained")
     ax.loglog(cards, mtbf_h, "o-", label="model: independent component failures (about x1/2 per doubling)")
     ax.loglog(cards, third, "--", color="C3", label=f"S-MTBF-1: x1/3 per doubling (anchored at {anchor} cards)")
     ax.axhspan(24, 72, color="C2", alpha=0.15, label="S-MTBF-4: 1-3 days of stable training")
@@ -161,8 +220,26 @@ def _plot(out_dir: Path, cat, atlas) -> None:
                 textcoords="offset points", fontsize="small", arrowprops=dict(arrowstyle="->", lw=0.6))
     ax.set_xlabel("job size [cards]")
     ax.set_ylabel("job MTBF [h]")
-    ax.set_title("Job MTBF vs job size, 10K Atlas 800T A2 catalogue (interrupting faults)")
+    ax.set_title("Job MTBF vs job size, 10K Atlas 800T A2 catalogue", fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="upper right")
+
+    nodes = np.geomspace(16, 4096, 60)
+    ratio = {k: np.array([mtbf_ratio(m, n, reach=Reach.PROPORTIONAL) for n in nodes]) for k, m in models.items()}
+    bx.fill_between(nodes, ratio["trace low"], ratio["trace high"], color="C0", alpha=0.25,
+                    label="proportional reach, trace's 90 % interval of the correlated share")
+    bx.plot(nodes, ratio["trace estimate"], color="C0", label="proportional reach, trace estimate")
+    bx.plot(nodes, [mtbf_ratio(models["trace estimate"], n, reach=Reach.LOCAL) for n in nodes], color="C1",
+            label="local reach (any share), or independent failures")
+    bx.axhspan(0.2917, 0.4167, color="C3", alpha=0.12, label="S-MTBF-1: about 1/3 (tolerance)")
+    bx.axhline(1 / 3, color="C3", ls="--", lw=0.8)
+    bx.axvspan(min(BASE_NODES), max(BASE_NODES), color="0.5", alpha=0.12, label="swept base sizes")
+    bx.axvline(400, color="0.3", lw=0.8, ls=":")
+    bx.set_xscale("log")
+    bx.set_xlabel("base size of the doubling [nodes of 8 GPUs]")
+    bx.set_ylabel("MTBF(2N) / MTBF(N)")
+    bx.set_title("S-MTBF-1 from the InfiniteHBD fit (400 nodes, dotted)", fontsize="medium")
+    bx.grid(True, which="both", alpha=0.3)
+    bx.legend(fontsize="small", loc="lower left")
     fig.savefig(out_dir / "availability_mtbf.png", dpi=90)
     plt.close(fig)
