@@ -720,7 +720,8 @@ def _interval_md(r: Row, e: Expectation | None) -> list[str]:
     out = [f"- prediction, median and {level} prediction interval per element; to be checked against "
            f"{r.check_against}:", "", f"  | {_md(r.quantity.split(':')[0])} | median [{r.unit}] | interval |",
            "  |---|---|---|"]
-    out += [f"  | {_md(n)} | {_fmt(m)} | [{_fmt(lo)}, {_fmt(hi)}] |" for n, m, (lo, hi) in zip(names, r.model, r.interval)]
+    out += [f"  | {_md(n)} | {_fmt(m)} | [{_fmt(lo)}, {_fmt(hi)}] |"
+            for n, m, (lo, hi) in zip(names, r.model, r.interval)]
     return out + [""]
 
 

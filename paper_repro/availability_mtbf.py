@@ -58,6 +58,7 @@ def _mtbf_1(fit, finding, independent: float) -> tuple[ModelValue, dict]:
     est, lo, hi = finding.trace_share
     r0, r_lo, r_hi = finding.ratio_proportional
     n0, n_lo, n_hi = finding.nodes_for_target
+    lemon = "{:.3f} [{:.3f}, {:.3f}]".format(*finding.ratio_lemon_placement)
     value = ModelValue(
         key="S-MTBF-1", model=r0, unit="1",
         quantity=(f"cluster MTBF(2N) / MTBF(N) at N = {finding.nodes} nodes (the fitted fleet), the InfiniteHBD "
@@ -88,8 +89,7 @@ def _mtbf_1(fit, finding, independent: float) -> tuple[ModelValue, dict]:
               f"from a base of {n0:,.0f} [{n_lo:,.0f}, {n_hi:,.0f}] nodes. Counted as the interruptions of one job on "
               f"a fixed fleet the picture reverses (half the fleet to all of it: {finding.ratio_job[0]:.3f}, a shock "
               "interrupts a job once however many of its nodes it takes); heterogeneity alone, with a job placed "
-              f"on the best nodes first, gives {finding.ratio_lemon_placement[0]:.3f} [{finding.ratio_lemon_placement[1]:.3f}, "
-              f"{finding.ratio_lemon_placement[2]:.3f}] from half the fleet to all of it. The independent Ascend "
+              f"on the best nodes first, gives {lemon} from half the fleet to all of it. The independent Ascend "
               f"catalogue gives {independent:.3f} from 5,120 to 10,240 cards."))
     return value, models
 
