@@ -117,3 +117,55 @@ def test_the_report_shows_every_inputs_provenance(run):
         for i in r.inputs:
             assert f"| {i.provenance} |" in text and i.name.replace("|", "\\|") in text, (r.key, i.name)
     assert "## Model files" in report
+
+
+def test_linearity_rows_sweep_both_batch_rules_over_the_plausible_batch(run):
+    # issue 12: S-LIN-2/3 recomputed with the explicit batch rule, the unpublished batch swept
+    rows, _, _ = run
+    by_key = {r.key: r for r in rows}
+    for key, batches in (("S-LIN-1", {1024, 1536, 2048}), ("S-LIN-2", set(range(1024, 8193, 1024))),
+                         ("S-LIN-3", {512} | set(range(1024, 8193, 1024)))):
+        r = by_key[key]
+        assert r.model is None and r.sweep is not None, key  # no chosen value: the band decides
+        assert r.sweep.names[:2] == ("batch rule", "global batch at the large size"), key
+        for rule in ("held", "grown"):
+            assert {p[1] for p in r.sweep.points if p[0] == rule} == batches, (key, rule)
+        batch = next(i for i in r.inputs if i.name == "global batch at the large size")
+        assert batch.provenance == ("cited" if key == "S-LIN-1" else "assumption"), key
+
+
+def test_the_prediction_rows_state_intervals_for_the_held_back_days(run):
+    # issue 13: fault counts by class, repair median and 90th percentile, nodes down at once
+    rows, figures, _ = run
+    pred = {r.key: r for r in rows if r.id == "IHBD-REST"}
+    assert {"IHBD-REST/faults-by-class", "IHBD-REST/repair-median", "IHBD-REST/repair-p90",
+            "IHBD-REST/max-nodes-down"} <= set(pred)
+    for r in pred.values():
+        assert r.status == "to-check" and "209.39-348.98" in r.check_against and r.level == 0.9, r.key
+    by_class = pred["IHBD-REST/faults-by-class"]
+    assert len(by_class.model) == len(by_class.interval) == len(figures[by_class.key]["at"]) == 12
+    # the trace's most frequent classes are predicted to recur
+    at = figures[by_class.key]["at"]
+    assert all(by_class.model[at.index(c)] > 0 for c in ("GPU", "Unknown Error", "Parameter Plane Cable"))
+    lo, hi = pred["IHBD-REST/repair-median"].interval
+    assert lo < pred["IHBD-REST/repair-median"].model < hi < pred["IHBD-REST/repair-p90"].model
+
+
+def test_fault_rates_carry_the_provenance_of_their_data(run):
+    # issue 13: the GPU catalogue's rates are fitted on the InfiniteHBD trace (cited to it); the
+    # Ascend catalogue's are Llama 3 H100 rates (an assumption for Ascend)
+    rows, _, report = run
+    by_key = {r.key: r for r in rows}
+    for key in ("S-MTBF-4/range", "S-MTBF-4/measured", "PR-HW-MTBF"):
+        gpu = [i for i in by_key[key].inputs if i.file == "models/faults/gpu_training.toml"]
+        data = [i for i in gpu if i.fields]
+        assert data and all(i.provenance == "cited" and "InfiniteHBD" in i.source for i in data), key
+        assert any(f.startswith("components[gpu].rate") for i in data for f in i.fields), key
+    section = report.split("### models/faults/gpu_training.toml")[1].split("###")[0]
+    assert re.search(r"\| components\[gpu\]\.rate \| [^|]+ \| cited \| fitted on the public InfiniteHBD trace", section)
+    ascend = report.split("### models/faults/ascend_training.toml")[1].split("###")[0]
+    assert re.search(r"\| components\[accelerator\]\.rate \| [^|]+ \| assumption \|", ascend)
+    s = by_key["S-MTBF-1"]
+    assert {p[1] for p in s.sweep.points} == {"local", "proportional"}
+    share = next(i for i in s.inputs if i.name.startswith("correlated share"))
+    assert share.provenance == "cited" and "InfiniteHBD" in share.source
