@@ -14,7 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InvalidParameterError
-from ._chain import CTMC, DTMC, as_chain, is_traced
+from ._chain import CTMC, DTMC, as_chain
+from ._validate import is_traced
 
 #: Tolerance on the sum of an initial distribution.
 P0_ATOL = 1e-9
