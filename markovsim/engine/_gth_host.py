@@ -1,0 +1,270 @@
+"""GTH elimination on the host: dense (numpy, blocked) and banded (JAX scan), both certified.
+
+Both return :class:`HostGTH`: the unnormalised probabilities as mantissa and exponent
+(``x_i = m_i 2^{e_i}``, so nothing underflows however small a probability is), the
+certified relative error bound of :mod:`._certify`, and whether a rate or a ratio left the
+normal float64 range during the elimination (then the bound does not hold).
+
+The banded solver is GTH on a chain whose states are ordered so that every rate joins
+states at most ``w`` apart (the natural order or reverse Cuthill-McKee, whichever is
+narrower). Elimination keeps the band, so it costs ``n (w+1)^2`` multiply-adds and
+``O(n w)`` memory: 0.06 s for a 1,000,000-state birth-death chain, about a second for a
+266,305-state chain with ``w = 65``. It runs as one ``lax.scan`` over the states on a
+sliding ``(w+1) x (w+1)`` window. The back substitution runs on a window of the last ``w``
+weights kept within a power of two of 1 (exact rescaling, the scale kept as an integer);
+when a weight would leave the normal range relative to the window it reruns with a
+separate exponent per weight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+from ._certify import FLOOR, gamma, gth_log_bound
+
+__all__ = ["HostGTH", "dense_gth", "band_order", "banded_gth", "BAND_WORK_LIMIT", "BAND_MEMORY_LIMIT"]
+
+#: A banded elimination is used when ``n (w+1)^2`` is at most this (about 3 s on one core).
+BAND_WORK_LIMIT = 4e9
+#: ... and when ``n w`` (entries of each band array) is at most this (~0.25 GB each).
+BAND_MEMORY_LIMIT = 3e7
+
+
+@dataclasses.dataclass(frozen=True)
+class HostGTH:
+    """Unnormalised GTH weights ``mantissa * 2**exponent``, the bound and the range check."""
+
+    mantissa: np.ndarray
+    exponent: np.ndarray
+    log_bound: float  # L of _certify, before exp
+    underflow: bool  # a rate, ratio or pivot left the normal range: the bound does not hold
+    finite: bool
+
+
+# ----------------------------------------------------------------------------- dense
+
+_PANEL = 64
+
+
+def _eliminate_dense(Q: np.ndarray) -> np.ndarray | None:
+    """Blocked GTH elimination in place on a copy; None on a zero pivot.
+
+    Right-looking elimination in panels of ``_PANEL`` states: inside a panel each step
+    updates only the panel's columns and rows (rank-1, O(n b)); the rest of the matrix
+    gets the whole panel at once as one matrix product ``C @ R`` with ``C, R >= 0``.
+    Every update still adds products of non-negative numbers (subtraction-free), and the
+    O(n^3/3) work runs in BLAS-3.
+    """
+    A = np.array(Q, dtype=float, copy=True)
+    n = A.shape[0]
+    np.fill_diagonal(A, 0.0)
+    for k0 in range(0, n - 1, _PANEL):
+        k1 = min(k0 + _PANEL, n - 1)
+        for k in range(k0, k1):
+            s = A[k, k + 1:].sum()
+            if not s > 0:
+                return None
+            col = A[k + 1:, k]
+            col /= s
+            row = A[k, k + 1:k1]
+            if row.size:
+                A[k + 1:, k + 1:k1] += np.outer(col, row)
+            if k + 1 < k1:
+                A[k + 1:k1, k1:] += np.outer(col[:k1 - k - 1], A[k, k1:])
+        if k1 < n:
+            A[k1:, k1:] += A[k1:, k0:k1] @ A[k0:k1, k1:]
+    return A
+
+
+def dense_gth(Q: np.ndarray) -> HostGTH:
+    """GTH on a dense matrix (only off-diagonal entries are read), certified.
+
+    The back substitution :math:`x_k = \\sum_{j>k} x_j A_{jk}` runs on mantissas and
+    exponents (``np.frexp``), one vectorised step per state.
+    """
+    n = Q.shape[0]
+    with np.errstate(under="ignore"):
+        A = _eliminate_dense(Q)
+    if A is None or not np.isfinite(A).all():
+        return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
+    lower = np.tril(A, -1)
+    upper = np.triu(A, 1)
+    underflow = bool(np.any((A > 0) & (A < FLOOR)))
+    c = np.count_nonzero(lower, axis=0)[:-1]
+    w = np.count_nonzero(upper, axis=1)[:-1]
+    cm, ce = np.frexp(lower.T)  # row k: ratios A[j, k] for j > k
+    m = np.zeros(n)
+    e = np.zeros(n, dtype=np.int64)
+    m[n - 1], e[n - 1] = 0.5, 1
+    with np.errstate(under="ignore"):
+        for k in range(n - 2, -1, -1):
+            cmk = cm[k, k + 1:]
+            pos = (cmk > 0) & (m[k + 1:] > 0)
+            if not pos.any():
+                underflow = True  # irreducible: every weight is positive
+                continue
+            ee = e[k + 1:][pos] + ce[k, k + 1:][pos]
+            top = ee.max()
+            total = np.sum(np.ldexp(m[k + 1:][pos] * cmk[pos], np.maximum(ee - top, -1100).astype(np.int32)))
+            mk, ek = np.frexp(total)
+            m[k], e[k] = mk, int(ek) + int(top)
+    return HostGTH(m, e, gth_log_bound(c, w) + float(gamma(n)), underflow, True)
+
+
+# ----------------------------------------------------------------------------- banded
+
+
+def _bandwidth(R: sp.csr_matrix) -> int:
+    coo = R.tocoo()
+    if coo.nnz == 0:
+        return 0
+    return int(np.max(np.abs(coo.row.astype(np.int64) - coo.col)))
+
+
+def band_order(R: sp.csr_matrix) -> tuple[np.ndarray | None, int]:
+    """The state order for banded GTH and its bandwidth: natural, or reverse Cuthill-McKee
+    when that is narrower. ``perm`` is None for the natural order."""
+    w = _bandwidth(R)
+    if w <= 8:
+        return None, w
+    pattern = (R + R.T).tocsr()
+    perm = reverse_cuthill_mckee(pattern, symmetric_mode=True)
+    w2 = _bandwidth(R[perm][:, perm])
+    if w2 < w:
+        return np.asarray(perm), w2
+    return None, w
+
+
+def _bucket(n: int, w: int) -> tuple[int, int]:
+    """Padded sizes, so that similar chains share one compiled program."""
+    g = 1 << max(0, n.bit_length() - 4)
+    n_pad = -(-n // g) * g
+    w_pad = w if w >= 32 else (-(-w // 4) * 4)
+    return n_pad, max(w_pad, 1)
+
+
+def _band_arrays(R: sp.csr_matrix, w: int, pad: int, total: int):
+    """``Lrow[i, d-1] = A[i, i-d]`` and ``Ucol[j, d-1] = A[j-d, j]`` (states shifted by ``pad``)."""
+    coo = R.tocoo()
+    i = coo.row.astype(np.int64) + pad
+    j = coo.col.astype(np.int64) + pad
+    v = coo.data
+    keep = (i != j) & (v != 0)
+    i, j, v = i[keep], j[keep], v[keep]
+    Lrow = np.zeros((total + w + 1, w))
+    Ucol = np.zeros((total + w + 1, w))
+    lo = j < i
+    np.add.at(Lrow, (i[lo], i[lo] - j[lo] - 1), v[lo])
+    up = ~lo
+    np.add.at(Ucol, (j[up], j[up] - i[up] - 1), v[up])
+    return Lrow, Ucol
+
+
+@partial(jax.jit, static_argnums=(3,))
+def _banded_eliminate(Lrow, Ucol, pad, w):
+    """Banded GTH elimination: per step the pivot sum, the ratios and the row; counts for
+    the bound; and a flag for a rate, ratio or pivot outside the normal range."""
+    total = Lrow.shape[0] - w - 1
+    idx = jnp.arange(w + 1)
+    I, J = jnp.meshgrid(idx, idx, indexing="ij")
+    d = I - J
+    W0 = jnp.where(d > 0, Lrow[I, jnp.clip(d - 1, 0, w - 1)], 0.0)
+    W0 = W0 + jnp.where(d < 0, Ucol[J, jnp.clip(-d - 1, 0, w - 1)], 0.0)
+
+    def step(carry, k):
+        W, L, bad = carry
+        real = k >= pad
+        row = W[0, 1:]
+        s = jnp.sum(row)
+        ok = s > 0
+        col = W[1:, 0] / jnp.where(ok, s, 1.0)
+        T = W[1:, 1:] + jnp.outer(col, row)
+        r = Lrow[k + w + 1][::-1]
+        c = Ucol[k + w + 1][::-1]
+        W = jnp.concatenate([jnp.concatenate([T, c[:, None]], axis=1),
+                             jnp.concatenate([r, jnp.zeros(1, r.dtype)])[None, :]], axis=0)
+        nc = jnp.sum(col > 0)
+        nw = jnp.sum(row > 0)
+        u = jnp.finfo(jnp.float64).eps / 2
+        g = lambda m: m * u / (1 - m * u)  # noqa: E731
+        L = L + jnp.where(real, 2.0 * nc * g(nw + 4.0) + 2.0 * g(nw + nc + 2.0), 0.0)
+        sub = jnp.any((col > 0) & (col < FLOOR)) | jnp.any((row > 0) & (row < FLOOR)) | (s < FLOOR)
+        bad = bad | (real & (sub | ~ok))
+        return (W, L, bad), col
+
+    (_, L, bad), cols = jax.lax.scan(step, (W0, jnp.zeros(()), jnp.zeros((), bool)), jnp.arange(total - 1))
+    return cols, L, bad
+
+
+@partial(jax.jit, static_argnums=(2,))
+def _banded_back_fast(cols, pad, w):
+    """Back substitution on a window kept within a power of two of 1; x_k = v_k 2^{E_k}.
+    ``lost`` says a weight left the normal range relative to its window."""
+    total = cols.shape[0] + 1
+
+    def step(carry, k):
+        win, E, lost = carry
+        v = jnp.dot(win, cols[k], precision=jax.lax.Precision.HIGHEST)
+        new = jnp.concatenate([v[None], win[:-1]])
+        _, ex = jnp.frexp(jnp.max(new))
+        scaled = jnp.ldexp(new, -ex)
+        lost = lost | ((k >= pad) & ((v < FLOOR) | jnp.any((new > 0) & (scaled < FLOOR))))
+        return (scaled, E + ex, lost), (v, E)
+
+    win0 = jnp.zeros(w).at[0].set(1.0)
+    (_, _, lost), (v, E) = jax.lax.scan(step, (win0, jnp.zeros((), jnp.int64), jnp.zeros((), bool)),
+                                         jnp.arange(total - 2, -1, -1))
+    return v[::-1], E[::-1], lost
+
+
+@partial(jax.jit, static_argnums=(2,))
+def _banded_back_exact(cols, pad, w):
+    """Back substitution with a mantissa and an exponent per weight (no range limit)."""
+    total = cols.shape[0] + 1
+    cm, ce = jnp.frexp(cols)
+
+    def step(carry, k):
+        m, e = carry
+        c = cm[k]
+        ee = e + ce[k]
+        pos = (c > 0) & (m > 0)
+        top = jnp.max(jnp.where(pos, ee, jnp.iinfo(jnp.int32).min // 2))
+        t = jnp.where(pos, jnp.ldexp(m * c, jnp.maximum(ee - top, -1100)), 0.0)
+        mk, ek = jnp.frexp(jnp.sum(t))
+        ek = ek + top
+        return (jnp.concatenate([mk[None], m[:-1]]), jnp.concatenate([ek[None], e[:-1]])), (mk, ek)
+
+    m0 = jnp.zeros(w).at[0].set(0.5)
+    e0 = jnp.zeros(w, dtype=jnp.int32).at[0].set(1)
+    _, (mm, ee) = jax.lax.scan(step, (m0, e0), jnp.arange(total - 2, -1, -1))
+    return mm[::-1], ee[::-1]
+
+
+def banded_gth(R: sp.csr_matrix, w: int) -> HostGTH:
+    """GTH on a sparse matrix already in an order of bandwidth ``w`` (off-diagonal read)."""
+    n = R.shape[0]
+    total, wp = _bucket(n, w)
+    pad = total - n
+    Lrow, Ucol = _band_arrays(R, wp, pad, total)
+    cols, L, bad = _banded_eliminate(jnp.asarray(Lrow), jnp.asarray(Ucol), pad, wp)
+    if not bool(np.isfinite(np.asarray(L))):
+        return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
+    v, E, lost = _banded_back_fast(cols, pad, wp)
+    if bool(lost):
+        m, e = _banded_back_exact(cols, pad, wp)
+        m = np.r_[np.asarray(m)[pad:], 0.5]
+        e = np.r_[np.asarray(e, dtype=np.int64)[pad:], 1]
+        underflow = bool(np.any(m[:-1] <= 0))
+    else:
+        m = np.r_[np.asarray(v)[pad:], 1.0]
+        e = np.r_[np.asarray(E, dtype=np.int64)[pad:], 0]
+        underflow = False
+    finite = bool(np.isfinite(m).all())
+    return HostGTH(m, e, float(L) + float(gamma(n)), bool(bad) or underflow, finite)
