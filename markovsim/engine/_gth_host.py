@@ -53,14 +53,15 @@ class HostGTH:
 _PANEL = 64
 
 
-def _eliminate_dense(Q: np.ndarray) -> np.ndarray | None:
+def _eliminate_dense(Q: np.ndarray, flags: list) -> np.ndarray | None:
     """Blocked GTH elimination in place on a copy; None on a zero pivot.
 
     Right-looking elimination in panels of ``_PANEL`` states: inside a panel each step
     updates only the panel's columns and rows (rank-1, O(n b)); the rest of the matrix
     gets the whole panel at once as one matrix product ``C @ R`` with ``C, R >= 0``.
     Every update still adds products of non-negative numbers (subtraction-free), and the
-    O(n^3/3) work runs in BLAS-3.
+    O(n^3/3) work runs in BLAS-3. Steps whose censored rates into the eliminated state
+    were subnormal (before the division by the pivot sum) are appended to ``flags``.
     """
     A = np.array(Q, dtype=float, copy=True)
     n = A.shape[0]
@@ -72,6 +73,8 @@ def _eliminate_dense(Q: np.ndarray) -> np.ndarray | None:
             if not s > 0:
                 return None
             col = A[k + 1:, k]
+            if np.any((col > 0) & (col < FLOOR)):  # a censored rate into k underflowed
+                flags.append(k)
             col /= s
             row = A[k, k + 1:k1]
             if row.size:
@@ -90,13 +93,14 @@ def dense_gth(Q: np.ndarray) -> HostGTH:
     exponents (``np.frexp``), one vectorised step per state.
     """
     n = Q.shape[0]
+    flags: list = []
     with np.errstate(under="ignore"):
-        A = _eliminate_dense(Q)
+        A = _eliminate_dense(Q, flags)
     if A is None or not np.isfinite(A).all():
         return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
     lower = np.tril(A, -1)
     upper = np.triu(A, 1)
-    underflow = bool(np.any((A > 0) & (A < FLOOR)))
+    underflow = bool(flags) or bool(np.any((A > 0) & (A < FLOOR)))
     c = np.count_nonzero(lower, axis=0)[:-1]
     w = np.count_nonzero(upper, axis=1)[:-1]
     cm, ce = np.frexp(lower.T)  # row k: ratios A[j, k] for j > k
@@ -184,7 +188,8 @@ def _banded_eliminate(Lrow, Ucol, pad, w):
         row = W[0, 1:]
         s = jnp.sum(row)
         ok = s > 0
-        col = W[1:, 0] / jnp.where(ok, s, 1.0)
+        raw = W[1:, 0]
+        col = raw / jnp.where(ok, s, 1.0)
         T = W[1:, 1:] + jnp.outer(col, row)
         r = Lrow[k + w + 1][::-1]
         c = Ucol[k + w + 1][::-1]
@@ -195,7 +200,8 @@ def _banded_eliminate(Lrow, Ucol, pad, w):
         u = jnp.finfo(jnp.float64).eps / 2
         g = lambda m: m * u / (1 - m * u)  # noqa: E731
         L = L + jnp.where(real, 2.0 * nc * g(nw + 4.0) + 2.0 * g(nw + nc + 2.0), 0.0)
-        sub = jnp.any((col > 0) & (col < FLOOR)) | jnp.any((row > 0) & (row < FLOOR)) | (s < FLOOR)
+        sub = (jnp.any((col > 0) & (col < FLOOR)) | jnp.any((raw > 0) & (raw < FLOOR))
+               | jnp.any((row > 0) & (row < FLOOR)) | (s < FLOOR))
         bad = bad | (real & (sub | ~ok))
         return (W, L, bad), col
 

@@ -195,7 +195,7 @@ def _gth_unrolled(A):
         s = jnp.sum(row)
         col = A[k + 1:, k] / s
         cols.append(col)
-        bad = bad | _subnormal(col) | _subnormal(row)
+        bad = bad | _subnormal(col) | _subnormal(row) | _subnormal(A[k + 1:, k])
         A = A.at[k + 1:, k + 1:].add(jnp.outer(col, row))
     x = jnp.ones((1,), dtype=A.dtype)
     for k in range(n - 2, -1, -1):
@@ -234,9 +234,10 @@ def _gth_loop(A):
             later = local > j
             row = jnp.where(later, T[j], 0.0)
             s = jnp.sum(row)
-            col = jnp.where(later, T[:, j], 0.0) / s
+            raw = jnp.where(later, T[:, j], 0.0)
+            col = raw / s
             T = T + jnp.outer(col, row)
-            bad = bad | _subnormal(col) | _subnormal(row)
+            bad = bad | _subnormal(col) | _subnormal(row) | _subnormal(raw)
             return T.at[:, j].set(jnp.where(later, col, T[:, j])), bad
 
         T, bad = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], bad))
@@ -350,21 +351,28 @@ def gth(Q):
 _gth_jit = jax.jit(_gth_checked)
 
 
+def _traced_status(pi, bad, n: int, rtol: float):
+    """Status of a traced GTH as an int32 array. Dense worst-case bound (static); underflow
+    of a ratio, or a probability below the float64 range (the plain back substitution
+    cannot carry it), voids the certificate."""
+    finite = jnp.all(jnp.isfinite(pi))
+    certified = dense_error_bound(n) <= rtol
+    status = jnp.where(~finite, int(Status.NONFINITE),
+                       jnp.where((bad > 0) | (jnp.min(pi) < FLOOR), int(Status.UNDERFLOW),
+                                 int(Status.SUCCESS) if certified else int(Status.UNCERTIFIED)))
+    return status.astype(jnp.int32)
+
+
 def _traced_result(Q, rtol: float) -> StationaryResult:
-    """GTH with its status as arrays (jit/vmap-safe). Dense worst-case bound; underflow of
-    a ratio or of a probability (plain back substitution here) voids the certificate."""
+    """GTH with its status, bound and residual as arrays (jit/vmap-safe)."""
     Q = jnp.asarray(Q)
     n = Q.shape[-1]
     pi, bad = _gth_checked(Q)
-    finite = jnp.all(jnp.isfinite(pi))
-    bound = dense_error_bound(n)
-    status = jnp.where(~finite, int(Status.NONFINITE),
-                       jnp.where((bad > 0) | (jnp.min(pi) < FLOOR), int(Status.UNDERFLOW),
-                                 int(Status.SUCCESS) if bound <= rtol else int(Status.UNCERTIFIED)))
     M = _offdiag(Q)
     M = M - jnp.diag(jnp.sum(M, axis=-1))
     r = jnp.sum(jnp.abs(pi @ M)) / jnp.maximum(jnp.sum(jnp.abs(pi) @ jnp.abs(M)), FLOOR)
-    return StationaryResult(pi, status.astype(jnp.int32), r, "GTH", jnp.asarray(bound), jnp.log(pi))
+    return StationaryResult(pi, _traced_status(pi, bad, n, rtol), r, "GTH", jnp.asarray(dense_error_bound(n)),
+                            jnp.log(pi))
 
 
 # ----------------------------------------------------------------------------- host solves
@@ -580,8 +588,11 @@ def stationary_distribution(chain: Any, *, method: GTH | SparseDirect | SparseIt
     """
     m = _method_of(chain)
     if is_traced(m):
-        result = solve_stationary(chain, method=method)
-        return jnp.where(result.status == int(Status.SUCCESS), result.pi, jnp.nan)
+        if method is not None and not isinstance(method, GTH):
+            raise TypeError("only GTH() runs under jax transformations; sparse solvers run on the host")
+        pi, bad = _gth_checked(m)
+        status = _traced_status(pi, bad, m.shape[-1], (method or GTH()).rtol)
+        return jnp.where(status == int(Status.SUCCESS), pi, jnp.nan)
     result = solve_stationary(chain, method=method)
     _check(result, "stationary_distribution")
     return result.pi
