@@ -90,8 +90,8 @@ def scaled_normalise(mantissa: np.ndarray, exponent: np.ndarray) -> tuple[np.nda
     Entries below the float64 range come out as 0 or subnormal in ``pi`` (below
     :data:`FLOOR`) and exactly scaled in ``log_pi``.
     """
-    m = np.asarray(mantissa, dtype=np.float64)
-    e = np.asarray(exponent, dtype=np.int64)
+    m, shift = np.frexp(np.asarray(mantissa, dtype=np.float64))  # mantissas into [0.5, 1)
+    e = np.asarray(exponent, dtype=np.int64) + shift
     pos = m > 0
     top = int(e[pos].max())
     shifted = np.where(pos, e - top, 0)

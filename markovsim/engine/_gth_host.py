@@ -33,8 +33,8 @@ __all__ = ["HostGTH", "dense_gth", "band_order", "banded_gth", "BAND_WORK_LIMIT"
 
 #: A banded elimination is used when ``n (w+1)^2`` is at most this (about 3 s on one core).
 BAND_WORK_LIMIT = 4e9
-#: ... and when ``n w`` (entries of each band array) is at most this (~0.25 GB each).
-BAND_MEMORY_LIMIT = 3e7
+#: ... and when ``n w`` (entries of each of the five band arrays) is at most this (160 MB each).
+BAND_MEMORY_LIMIT = 2e7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,11 +132,17 @@ def _bandwidth(R: sp.csr_matrix) -> int:
     return int(np.max(np.abs(coo.row.astype(np.int64) - coo.col)))
 
 
+#: Natural orders up to this bandwidth are kept (a permutation of a large chain costs more
+#: than the few percent a narrower band would save; breadth-first orders from
+#: ``explore`` are already close to Cuthill-McKee).
+_RCM_FROM = 96
+
+
 def band_order(R: sp.csr_matrix) -> tuple[np.ndarray | None, int]:
     """The state order for banded GTH and its bandwidth: natural, or reverse Cuthill-McKee
     when that is narrower. ``perm`` is None for the natural order."""
     w = _bandwidth(R)
-    if w <= 8:
+    if w <= _RCM_FROM:
         return None, w
     pattern = (R + R.T).tocsr()
     perm = reverse_cuthill_mckee(pattern, symmetric_mode=True)
@@ -150,84 +156,112 @@ def _bucket(n: int, w: int) -> tuple[int, int]:
     """Padded sizes, so that similar chains share one compiled program."""
     g = 1 << max(0, n.bit_length() - 4)
     n_pad = -(-n // g) * g
-    w_pad = w if w >= 32 else (-(-w // 4) * 4)
+    w_pad = w if (w <= 8 or w >= 32) else (-(-w // 4) * 4)  # every extra band entry costs time
     return n_pad, max(w_pad, 1)
 
 
 def _band_arrays(R: sp.csr_matrix, w: int, pad: int, total: int):
-    """``Lrow[i, d-1] = A[i, i-d]`` and ``Ucol[j, d-1] = A[j-d, j]`` (states shifted by ``pad``)."""
-    coo = R.tocoo()
+    """``Lrev[i, w - d] = A[i, i-d]`` and ``Urev[j, w - d] = A[j-d, j]`` for ``d = 1..w``
+    (states shifted by ``pad``): row ``i`` of each holds the band entries of state ``i``
+    with the states before it, oldest first, as the sliding window takes them in."""
+    coo = R.tocsr().tocoo()  # CSR: no repeated (i, j), so plain assignment is exact
     i = coo.row.astype(np.int64) + pad
     j = coo.col.astype(np.int64) + pad
     v = coo.data
-    keep = (i != j) & (v != 0)
-    i, j, v = i[keep], j[keep], v[keep]
-    Lrow = np.zeros((total + w + 1, w))
-    Ucol = np.zeros((total + w + 1, w))
-    lo = j < i
-    np.add.at(Lrow, (i[lo], i[lo] - j[lo] - 1), v[lo])
-    up = ~lo
-    np.add.at(Ucol, (j[up], j[up] - i[up] - 1), v[up])
-    return Lrow, Ucol
+    d = i - j
+    Lrev = np.zeros((total + w + 1, w))
+    Urev = np.zeros((total + w + 1, w))
+    lo = (d > 0) & (v != 0)
+    Lrev[i[lo], w - d[lo]] = v[lo]
+    up = (d < 0) & (v != 0)
+    Urev[j[up], w + d[up]] = v[up]
+    return Lrev, Urev
 
 
 @partial(jax.jit, static_argnums=(3,))
-def _banded_eliminate(Lrow, Ucol, pad, w):
-    """Banded GTH elimination: per step the pivot sum, the ratios and the row; counts for
-    the bound; and a flag for a rate, ratio or pivot outside the normal range."""
-    total = Lrow.shape[0] - w - 1
+def _banded_eliminate(Lrev, Urev, pad, w):
+    """Banded GTH elimination on a sliding ``(w+1) x (w+1)`` window.
+
+    ``Lrev[i] = A[i, i-w:i]`` and ``Urev[i] = A[i-w:i, i]`` (band rows and columns, oldest
+    first). Per step it emits the censored rates into and out of the eliminated state and
+    the pivot sum; :func:`_banded_summary` derives the ratios, the bound and the range
+    check from them afterwards (inside the loop they cost 40 % of the time)."""
+    total = Lrev.shape[0] - w - 1
     idx = jnp.arange(w + 1)
     I, J = jnp.meshgrid(idx, idx, indexing="ij")
     d = I - J
-    W0 = jnp.where(d > 0, Lrow[I, jnp.clip(d - 1, 0, w - 1)], 0.0)
-    W0 = W0 + jnp.where(d < 0, Ucol[J, jnp.clip(-d - 1, 0, w - 1)], 0.0)
+    W0 = jnp.where(d > 0, Lrev[I, jnp.clip(w - d, 0, w - 1)], 0.0)
+    W0 = W0 + jnp.where(d < 0, Urev[J, jnp.clip(w + d, 0, w - 1)], 0.0)
 
-    def step(carry, k):
-        W, L, bad = carry
-        real = k >= pad
+    def step(W, k):
         row = W[0, 1:]
         s = jnp.sum(row)
-        ok = s > 0
         raw = W[1:, 0]
-        col = raw / jnp.where(ok, s, 1.0)
+        col = raw / jnp.where(s > 0, s, 1.0)
         T = W[1:, 1:] + jnp.outer(col, row)
-        r = Lrow[k + w + 1][::-1]
-        c = Ucol[k + w + 1][::-1]
-        W = jnp.concatenate([jnp.concatenate([T, c[:, None]], axis=1),
-                             jnp.concatenate([r, jnp.zeros(1, r.dtype)])[None, :]], axis=0)
-        nc = jnp.sum(col > 0)
-        nw = jnp.sum(row > 0)
-        u = jnp.finfo(jnp.float64).eps / 2
-        g = lambda m: m * u / (1 - m * u)  # noqa: E731
-        L = L + jnp.where(real, 2.0 * nc * g(nw + 4.0) + 2.0 * g(nw + nc + 2.0), 0.0)
-        sub = (jnp.any((col > 0) & (col < FLOOR)) | jnp.any((raw > 0) & (raw < FLOOR))
-               | jnp.any((row > 0) & (row < FLOOR)) | (s < FLOOR))
-        bad = bad | (real & (sub | ~ok))
-        return (W, L, bad), col
+        W = jnp.concatenate([jnp.concatenate([T, Urev[k + w + 1][:, None]], axis=1),
+                             jnp.concatenate([Lrev[k + w + 1], jnp.zeros(1, T.dtype)])[None, :]], axis=0)
+        return W, (raw, row, s)
 
-    (_, L, bad), cols = jax.lax.scan(step, (W0, jnp.zeros(()), jnp.zeros((), bool)), jnp.arange(total - 1))
+    _, (raw, row, s) = jax.lax.scan(step, W0, jnp.arange(total - 1))
+    return raw, row, s
+
+
+@jax.jit
+def _banded_summary(raw, row, s, pad):
+    """Ratios ``raw / s`` (as the loop computed them), the bound's sum over the states
+    after the padding, and whether a rate, ratio or pivot left the normal range."""
+    real = jnp.arange(s.shape[0]) >= pad
+    ok = s > 0
+    cols = raw / jnp.where(ok, s, 1.0)[:, None]
+    nc = jnp.sum(cols > 0, axis=1).astype(s.dtype)
+    nw = jnp.sum(row > 0, axis=1).astype(s.dtype)
+    u = jnp.finfo(s.dtype).eps / 2
+
+    def g(m):
+        return m * u / (1 - m * u)
+
+    L = jnp.sum(jnp.where(real, 2.0 * nc * g(nw + 4.0) + 2.0 * g(nw + nc + 2.0), 0.0))
+
+    def sub(a):
+        return jnp.any((a > 0) & (a < FLOOR), axis=1)
+
+    bad = jnp.any(real & (sub(cols) | sub(raw) | sub(row) | (s < FLOOR)))
     return cols, L, bad
 
 
 @partial(jax.jit, static_argnums=(2,))
 def _banded_back_fast(cols, pad, w):
-    """Back substitution on a window kept within a power of two of 1; x_k = v_k 2^{E_k}.
-    ``lost`` says a weight left the normal range relative to its window."""
+    """Back substitution on a window of the last ``w`` weights, ``x_j = win_j 2^E``; the
+    window is rescaled by an exact power of two only when its newest weight drifts past
+    2^±256. ``lost`` says a weight left the normal range relative to its window."""
     total = cols.shape[0] + 1
+
+    def rescale(args):
+        new, E, lost, real = args
+        _, ex = jnp.frexp(jnp.max(new))
+        scaled = jnp.ldexp(new, -ex)
+        lost = lost | (real & jnp.any((new > 0) & (scaled < FLOOR)))
+        return scaled, E + ex, lost
 
     def step(carry, k):
         win, E, lost = carry
         v = jnp.dot(win, cols[k], precision=jax.lax.Precision.HIGHEST)
+        real = k >= pad
+        lost = lost | (real & (v < _SMALL))
         new = jnp.concatenate([v[None], win[:-1]])
-        _, ex = jnp.frexp(jnp.max(new))
-        scaled = jnp.ldexp(new, -ex)
-        lost = lost | ((k >= pad) & ((v < FLOOR) | jnp.any((new > 0) & (scaled < FLOOR))))
-        return (scaled, E + ex, lost), (v, E)
+        win, E2, lost = jax.lax.cond((v > _BIG) | (v < _TINY), rescale, lambda a: a[:3], (new, E, lost, real))
+        return (win, E2, lost), (v, E)
 
     win0 = jnp.zeros(w).at[0].set(1.0)
     (_, _, lost), (v, E) = jax.lax.scan(step, (win0, jnp.zeros((), jnp.int64), jnp.zeros((), bool)),
                                          jnp.arange(total - 2, -1, -1))
     return v[::-1], E[::-1], lost
+
+
+# window thresholds of the fast back substitution: rescale past 2^±256; a weight below
+# 2^-700 of the window's scale is too close to the end of the range to be trusted
+_BIG, _TINY, _SMALL = 2.0**256, 2.0**-256, 2.0**-700
 
 
 @partial(jax.jit, static_argnums=(2,))
@@ -258,8 +292,10 @@ def banded_gth(R: sp.csr_matrix, w: int) -> HostGTH:
     n = R.shape[0]
     total, wp = _bucket(n, w)
     pad = total - n
-    Lrow, Ucol = _band_arrays(R, wp, pad, total)
-    cols, L, bad = _banded_eliminate(jnp.asarray(Lrow), jnp.asarray(Ucol), pad, wp)
+    Lrev, Urev = _band_arrays(R, wp, pad, total)
+    raw, row, s = _banded_eliminate(jnp.asarray(Lrev), jnp.asarray(Urev), pad, wp)
+    cols, L, bad = _banded_summary(raw, row, s, pad)
+    del raw, row
     if not bool(np.isfinite(np.asarray(L))):
         return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
     v, E, lost = _banded_back_fast(cols, pad, wp)
