@@ -8,9 +8,10 @@ normal float64 range during the elimination (then the bound does not hold).
 The banded solver is GTH on a chain whose states are ordered so that every rate joins
 states at most ``w`` apart (the natural order or reverse Cuthill-McKee, whichever is
 narrower). Elimination keeps the band, so it costs ``n (w+1)^2`` multiply-adds and
-``O(n w)`` memory: 0.06 s for a 1,000,000-state birth-death chain, about a second for a
-266,305-state chain with ``w = 65``. It runs as one ``lax.scan`` over the states on a
-sliding ``(w+1) x (w+1)`` window. The back substitution runs on a window of the last ``w``
+``O(n w)`` memory (the elimination loop alone measured 0.05 s for a 1,000,000-state
+birth-death chain; for a 266,305-state chain with ``w = 65`` it is the dominant cost,
+see ``benchmarks/engine.py``). It runs as one ``lax.scan`` over the states on a sliding
+``(w+1) x (w+1)`` window. The back substitution runs on a window of the last ``w``
 weights kept within a power of two of 1 (exact rescaling, the scale kept as an integer);
 when a weight would leave the normal range relative to the window it reruns with a
 separate exponent per weight.
@@ -288,7 +289,8 @@ def _banded_back_exact(cols, pad, w):
 
 
 def banded_gth(R: sp.csr_matrix, w: int) -> HostGTH:
-    """GTH on a sparse matrix already in an order of bandwidth ``w`` (off-diagonal read)."""
+    """GTH on a sparse matrix already in an order of bandwidth ``w`` (only the off-diagonal
+    entries are read: a generator, a transition matrix or the rates alone)."""
     n = R.shape[0]
     total, wp = _bucket(n, w)
     pad = total - n

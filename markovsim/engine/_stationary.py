@@ -418,12 +418,10 @@ def _solve_sparse(chain, method) -> StationaryResult:
     if n == 1:
         return StationaryResult(np.ones(1), Status.SUCCESS, 0.0, type(method).__name__, 0.0, np.zeros(1))
     if isinstance(method, SparseDirect):
-        R = (Q - sp.diags(Q.diagonal())).tocsr()
-        perm, w = band_order(R)
+        perm, w = band_order(Q)  # GTH reads only the off-diagonal rates
         if _band_fits(n, w):
-            Rp = R if perm is None else R[perm][:, perm].tocsr()
-            res = _from_host(banded_gth(Rp, w), Q if perm is None else Q[perm][:, perm].tocsr(),
-                             method.rtol, "SparseDirect[banded GTH]", n)
+            Qp = Q if perm is None else Q[perm][:, perm].tocsr()
+            res = _from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n)
             if perm is not None and res.log_pi is not None:
                 pi, log_pi = np.empty(n), np.empty(n)
                 pi[perm], log_pi[perm] = res.pi, res.log_pi

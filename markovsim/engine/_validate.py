@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .._errors import InvalidChainError
 
-__all__ = ["is_traced", "validate_generator", "validate_transition_matrix"]
+__all__ = ["is_traced", "validate_generator", "validate_transition_matrix", "host_matrix", "require_finite"]
 
 
 def is_traced(x: Any) -> bool:
@@ -23,35 +23,45 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def host_matrix(x: Any, error: type, what: str):
+    """``x`` as a CSR float matrix (sparse input) or a float ndarray, or ``error(what)``."""
+    if sp.issparse(x):
+        return x.tocsr().astype(float)
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{what}, got {type(x).__name__}") from None
+
+
+def require_finite(m, name: str, error: type, expected: str) -> None:
+    """Raise ``error`` naming the first NaN or inf entry of a 2-D matrix, if any."""
+    if sp.issparse(m):
+        if np.isfinite(m.data).all():
+            return
+        coo = m.tocoo()
+        k = int(np.argmax(~np.isfinite(coo.data)))
+        i, j, v = int(coo.row[k]), int(coo.col[k]), float(coo.data[k])
+    else:
+        bad = ~np.isfinite(m)
+        if not bad.any():
+            return
+        i, j = map(int, np.argwhere(bad)[0])
+        v = float(m[i, j])
+    raise error(f"{name}[{i}, {j}]={v!r}: {expected}")
+
+
 def _host(matrix: Any, name: str):
     """(sparse CSR or dense float64 ndarray) on the host, with shape checks."""
     if is_traced(matrix):
         raise InvalidChainError(f"{name}: cannot validate a traced value (call outside jax.jit)")
-    if sp.issparse(matrix):
-        m = matrix.tocsr().astype(float)
-        data = m.data
-    else:
-        try:
-            m = np.asarray(matrix, dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidChainError(f"{name}: expected a numeric square matrix, got {type(matrix).__name__}") from None
-        data = m
+    m = host_matrix(matrix, InvalidChainError, f"{name}: expected a numeric square matrix")
     if m.ndim != 2:
         raise InvalidChainError(f"{name}: expected a 2-D square matrix, got shape {m.shape}")
     if m.shape[0] != m.shape[1]:
         raise InvalidChainError(f"{name}: expected a square matrix, got shape {m.shape}")
     if m.shape[0] == 0:
         raise InvalidChainError(f"{name}: empty matrix (a chain needs at least one state)")
-    bad = ~np.isfinite(data)
-    if bad.any():
-        if sp.issparse(m):
-            coo = m.tocoo()
-            k = int(np.argmax(~np.isfinite(coo.data)))
-            i, j, v = coo.row[k], coo.col[k], coo.data[k]
-        else:
-            i, j = map(int, np.argwhere(bad)[0])
-            v = m[i, j]
-        raise InvalidChainError(f"{name}[{i}, {j}]={float(v)!r}: expected finite entries (no NaN or inf)")
+    require_finite(m, name, InvalidChainError, "expected finite entries (no NaN or inf)")
     return m
 
 
