@@ -74,9 +74,13 @@ def _eliminate_dense(Q: np.ndarray, flags: list) -> np.ndarray | None:
             if not s > 0:
                 return None
             col = A[k + 1:, k]
-            if np.any((col > 0) & (col < FLOOR)):  # a censored rate into k underflowed
-                flags.append(k)
+            raw_small = np.any((col > 0) & (col < FLOOR))  # a censored rate into k underflowed
+            positive = col > 0
             col /= s
+            row_pos = A[k, k + 1:][A[k, k + 1:] > 0]
+            if raw_small or np.any(col[positive] < FLOOR) or (
+                    positive.any() and row_pos.size and col[positive].min() < FLOOR / row_pos.min()):
+                flags.append(k)  # ... or a ratio, or a product of the update, did
             row = A[k, k + 1:k1]
             if row.size:
                 A[k + 1:, k + 1:k1] += np.outer(col, row)
@@ -227,7 +231,13 @@ def _banded_summary(raw, row, s, pad):
     def sub(a):
         return jnp.any((a > 0) & (a < FLOOR), axis=1)
 
-    bad = jnp.any(real & (sub(cols) | sub(raw) | sub(row) | (s < FLOOR)))
+    def min_positive(a):
+        return jnp.min(jnp.where(a > 0, a, jnp.inf), axis=1)
+
+    # a ratio that underflowed, or an update product that did (XLA flushes subnormals to
+    # zero: the smallest product of a step is the product of its smallest factors)
+    lost = jnp.any((raw > 0) & (cols < FLOOR), axis=1) | (min_positive(cols) < FLOOR / min_positive(row))
+    bad = jnp.any(real & (sub(raw) | sub(row) | lost | (s < FLOOR)))
     return cols, L, bad
 
 

@@ -175,9 +175,27 @@ class StationaryResult:
 # ----------------------------------------------------------------------------- dense GTH (JAX)
 
 
-def _subnormal(v):
-    return jnp.any((v > 0) & (v < FLOOR))
+def _left_range(raw, col, row, s):
+    """An elimination step left the normal float64 range: a censored rate into or out of
+    the eliminated state, or a ratio, below 2.2e-308, or a product ``ratio * rate`` of the
+    update that underflows (XLA flushes subnormals to zero, so a fill of 1e-320 would
+    silently vanish; the smallest product is the product of the smallest factors). An
+    infinite pivot sum (a vanishing state, allowed under ``jit``) gives exact zero ratios."""
+    def small(v):
+        return jnp.any((v > 0) & (v < FLOOR))
 
+    def min_positive(v):
+        return jnp.min(jnp.where(v > 0, v, jnp.inf))
+
+    return (small(raw) | small(row) | (jnp.any((raw > 0) & (col < FLOOR)) & jnp.isfinite(s))
+            | (min_positive(col) < FLOOR / min_positive(row)))
+
+
+def _feeds_from_underflow(x, ratios):
+    """The plain back substitution computes a probability from one below 2.2e-308, or
+    from a product that underflows (a two-well chain's barrier): not certified. A
+    probability below 2.2e-308 that feeds nothing (a leaf, a vanishing state) is harmless."""
+    return jnp.any((ratios > 0) & ((x < FLOOR) | (x * ratios < FLOOR)))
 
 
 def _offdiag(A):
@@ -195,11 +213,12 @@ def _gth_unrolled(A):
         s = jnp.sum(row)
         col = A[k + 1:, k] / s
         cols.append(col)
-        bad = bad | _subnormal(col) | _subnormal(row) | _subnormal(A[k + 1:, k])
+        bad = bad | _left_range(A[k + 1:, k], col, row, s)
         A = A.at[k + 1:, k + 1:].add(jnp.outer(col, row))
     x = jnp.ones((1,), dtype=A.dtype)
     for k in range(n - 2, -1, -1):
         xk = jnp.dot(x, cols[k], precision=jax.lax.Precision.HIGHEST)
+        bad = bad | _feeds_from_underflow(x, cols[k])
         x = jnp.concatenate([xk[None], x])
         x = x / jnp.sum(x)
     return x, bad.astype(A.dtype)
@@ -237,21 +256,25 @@ def _gth_loop(A):
             raw = jnp.where(later, T[:, j], 0.0)
             col = raw / s
             T = T + jnp.outer(col, row)
-            bad = bad | _subnormal(col) | _subnormal(row) | _subnormal(raw)
+            bad = bad | _left_range(raw, col, row, s)
             return T.at[:, j].set(jnp.where(later, col, T[:, j])), bad
 
         T, bad = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], bad))
         A = A.at[k0:, k0:].set(T)
     idx = jnp.arange(n)
 
-    def back(j, x):
+    def back(j, carry):
+        x, bad = carry
         k = n - 2 - j
-        xk = jnp.dot(jnp.where(idx > k, x, 0.0), A[:, k], precision=jax.lax.Precision.HIGHEST)
+        later = jnp.where(idx > k, x, 0.0)
+        xk = jnp.dot(later, A[:, k], precision=jax.lax.Precision.HIGHEST)
+        bad = bad | _feeds_from_underflow(jnp.where(idx > k, x, 1.0), A[:, k])
         x = x.at[k].set(xk)
-        return x / jnp.sum(x)
+        return x / jnp.sum(x), bad
 
     x0 = jnp.zeros(n, dtype=A.dtype).at[n - 1].set(1.0)
-    return jax.lax.fori_loop(0, n - 1, back, x0), bad.astype(A.dtype)
+    x, bad = jax.lax.fori_loop(0, n - 1, back, (x0, bad))
+    return x, bad.astype(A.dtype)
 
 
 #: Under ``vmap`` a batch of small chains is solved in chunks of at most about this many
@@ -353,12 +376,13 @@ _gth_jit = jax.jit(_gth_checked)
 
 def _traced_status(pi, bad, n: int, rtol: float):
     """Status of a traced GTH as an int32 array. Dense worst-case bound (static); underflow
-    of a ratio, or a probability below the float64 range (the plain back substitution
-    cannot carry it), voids the certificate."""
+    of a rate or ratio, or a probability computed from one below the float64 range (the
+    plain back substitution cannot carry it), voids the certificate. Probabilities below
+    2.2e-308 that feed no other are returned below it, as the stated accuracy allows."""
     finite = jnp.all(jnp.isfinite(pi))
     certified = dense_error_bound(n) <= rtol
     status = jnp.where(~finite, int(Status.NONFINITE),
-                       jnp.where((bad > 0) | (jnp.min(pi) < FLOOR), int(Status.UNDERFLOW),
+                       jnp.where(bad > 0, int(Status.UNDERFLOW),
                                  int(Status.SUCCESS) if certified else int(Status.UNCERTIFIED)))
     return status.astype(jnp.int32)
 

@@ -166,10 +166,12 @@ def test_jit_reports_underflow_as_a_status_and_nan():
 def test_vmap_gives_one_status_per_chain():
     rng = np.random.default_rng(0)
     R = rng.exponential(size=(3, 6, 6))
-    R[1, 0, :] = 1e200
-    R[1, :, 0] = 1e-200  # chain 1: rates of 1e-200 into state 0 against 1e200 out: ratios underflow
     for r in R:
         np.fill_diagonal(r, 0.0)
+    R[1] = 0.0  # chain 1: the underflowing 3-state chain, states 3..5 hanging off state 2
+    R[1, :3, :3] = _underflowing_chain() - np.diag(np.diag(_underflowing_chain()))
+    R[1, 2, 3:] = R[1, 3:, 2] = 1.0
+    R[1, 3, 4] = R[1, 4, 5] = R[1, 5, 3] = 2.0
     Q = R - np.einsum("bij->bi", R)[..., None] * np.eye(6)
     res = jax.jit(jax.vmap(ms.solve_stationary))(jnp.asarray(Q))
     assert [int(s) for s in res.status] == [ms.Status.SUCCESS, ms.Status.UNDERFLOW, ms.Status.SUCCESS]
