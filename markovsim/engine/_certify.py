@@ -30,9 +30,13 @@ censored chain, rounded by at most :math:`\\gamma_{w_k + c_k + 2}`. Summing the 
     + 2 \\gamma_{w_k+c_k+2}\\bigr] + \\gamma_n, \\qquad
     \\text{error\\_bound} = e^{L} - 1
 
-(to first order in ``u``; the neglected terms are below ``L^2``). It holds when no
-computed rate or elimination ratio left the normal float64 range (checked: a subnormal or
-a zero pivot gives ``UNDERFLOW``) and the back substitution ran in scaled arithmetic
+(to first order in ``u``; the neglected terms are below ``L^2``). Near the bottom of the
+range an operation errs by an absolute amount instead (``2^-1074`` with numpy's gradual
+underflow; up to 2.2e-308 in XLA, which flushes subnormals to zero), so a step whose
+smallest rate or ratio is ``v`` adds that amount over ``v`` to its :math:`\\gamma` term: a
+rate of 1e-306 in a banded (XLA) solve widens the bound visibly, and such a chain of up to
+3,000 states is retried on the numpy path. A ratio that underflows to zero, or a zero
+pivot, gives ``UNDERFLOW``. The bound further needs the back substitution to run in scaled arithmetic
 (mantissa and a separate power of two per probability, so a probability of 1e-1607 is
 carried exactly like one of 0.5). For a dense chain :math:`L \\approx \\tfrac23 n^3 u`
 (7e-8 at 1,000 states); for a banded one with bandwidth ``w``,
@@ -45,12 +49,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOOR", "DEFAULT_RTOL", "gamma", "gth_log_bound", "dense_error_bound", "scaled_normalise"]
+__all__ = ["FLOOR", "SMALL", "DEFAULT_RTOL", "gamma", "gth_log_bound", "dense_error_bound", "scaled_normalise"]
 
 #: Probabilities below this (the smallest normal float64) are certified only to lie below it.
 FLOOR = float(np.finfo(np.float64).tiny)
 #: Unit roundoff of float64.
 UNIT = float(np.finfo(np.float64).eps) / 2
+#: Censored rates, ratios and back-substitution weights below this void the certificate:
+#: XLA flushes subnormals to zero, and what a flush loses (< FLOOR per term, a few terms)
+#: is below one rounding of anything at least this large.
+SMALL = FLOOR * 2.0**60
 #: Default relative accuracy a solve must prove on every probability >= FLOOR to be SUCCESS.
 DEFAULT_RTOL = 1e-6
 

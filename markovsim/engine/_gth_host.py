@@ -54,15 +54,15 @@ class HostGTH:
 _PANEL = 64
 
 
-def _eliminate_dense(Q: np.ndarray, flags: list) -> np.ndarray | None:
+def _eliminate_dense(Q: np.ndarray, flags: list, tiny: dict) -> np.ndarray | None:
     """Blocked GTH elimination in place on a copy; None on a zero pivot.
 
     Right-looking elimination in panels of ``_PANEL`` states: inside a panel each step
     updates only the panel's columns and rows (rank-1, O(n b)); the rest of the matrix
     gets the whole panel at once as one matrix product ``C @ R`` with ``C, R >= 0``.
     Every update still adds products of non-negative numbers (subtraction-free), and the
-    O(n^3/3) work runs in BLAS-3. Steps whose censored rates into the eliminated state
-    were subnormal (before the division by the pivot sum) are appended to ``flags``.
+    O(n^3/3) work runs in BLAS-3. Steps where a ratio underflowed to zero go to ``flags``;
+    the smallest subnormal rate or ratio of a step goes to ``tiny[k]`` (for the bound).
     """
     A = np.array(Q, dtype=float, copy=True)
     n = A.shape[0]
@@ -74,13 +74,14 @@ def _eliminate_dense(Q: np.ndarray, flags: list) -> np.ndarray | None:
             if not s > 0:
                 return None
             col = A[k + 1:, k]
-            raw_small = np.any((col > 0) & (col < FLOOR))  # a censored rate into k underflowed
             positive = col > 0
+            smallest = min(col[positive].min(initial=np.inf), A[k, k + 1:][A[k, k + 1:] > 0].min(initial=np.inf))
             col /= s
-            row_pos = A[k, k + 1:][A[k, k + 1:] > 0]
-            if raw_small or np.any(col[positive] < FLOOR) or (
-                    positive.any() and row_pos.size and col[positive].min() < FLOOR / row_pos.min()):
-                flags.append(k)  # ... or a ratio, or a product of the update, did
+            if np.any(col[positive] == 0):
+                flags.append(k)  # a ratio underflowed to zero: a link is lost
+            smallest = min(smallest, col[positive].min(initial=np.inf))
+            if smallest < FLOOR:  # gradual underflow: absolute error 2^-1075 per operation
+                tiny[k] = smallest
             row = A[k, k + 1:k1]
             if row.size:
                 A[k + 1:, k + 1:k1] += np.outer(col, row)
@@ -99,15 +100,18 @@ def dense_gth(Q: np.ndarray) -> HostGTH:
     """
     n = Q.shape[0]
     flags: list = []
+    tiny: dict = {}
     with np.errstate(under="ignore"):
-        A = _eliminate_dense(Q, flags)
+        A = _eliminate_dense(Q, flags, tiny)
     if A is None or not np.isfinite(A).all():
         return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
     lower = np.tril(A, -1)
     upper = np.triu(A, 1)
-    underflow = bool(flags) or bool(np.any((A > 0) & (A < FLOOR)))
+    underflow = bool(flags)
     c = np.count_nonzero(lower, axis=0)[:-1]
     w = np.count_nonzero(upper, axis=1)[:-1]
+    # a subnormal v carries an absolute error of 2^-1075 per operation: relative 2^-1075 / v
+    extra = sum(2.0 * c[k] * (w[k] + c[k] + 4) * 2.0**-1074 / v for k, v in tiny.items())
     cm, ce = np.frexp(lower.T)  # row k: ratios A[j, k] for j > k
     m = np.zeros(n)
     e = np.zeros(n, dtype=np.int64)
@@ -124,7 +128,7 @@ def dense_gth(Q: np.ndarray) -> HostGTH:
             total = np.sum(np.ldexp(m[k + 1:][pos] * cmk[pos], np.maximum(ee - top, -1100).astype(np.int32)))
             mk, ek = np.frexp(total)
             m[k], e[k] = mk, int(ek) + int(top)
-    return HostGTH(m, e, gth_log_bound(c, w) + float(gamma(n)), underflow, True)
+    return HostGTH(m, e, gth_log_bound(c, w) + float(gamma(n)) + extra, underflow, True)
 
 
 # ----------------------------------------------------------------------------- banded
@@ -226,18 +230,18 @@ def _banded_summary(raw, row, s, pad):
     def g(m):
         return m * u / (1 - m * u)
 
-    L = jnp.sum(jnp.where(real, 2.0 * nc * g(nw + 4.0) + 2.0 * g(nw + nc + 2.0), 0.0))
-
-    def sub(a):
-        return jnp.any((a > 0) & (a < FLOOR), axis=1)
-
     def min_positive(a):
         return jnp.min(jnp.where(a > 0, a, jnp.inf), axis=1)
 
-    # a ratio that underflowed, or an update product that did (XLA flushes subnormals to
-    # zero: the smallest product of a step is the product of its smallest factors)
-    lost = jnp.any((raw > 0) & (cols < FLOOR), axis=1) | (min_positive(cols) < FLOOR / min_positive(row))
-    bad = jnp.any(real & (sub(raw) | sub(row) | lost | (s < FLOOR)))
+    # XLA flushes subnormals to zero: an operation near the bottom of the range errs by up
+    # to FLOOR absolutely, i.e. by FLOOR / v relative on the smallest value v of the step
+    smallest = jnp.minimum(jnp.minimum(min_positive(raw), min_positive(row)), min_positive(cols))
+    # (a subnormal in the output shows gradual underflow, whose error is 2^-1075 per operation)
+    per_op = jnp.where(jnp.any(real & (smallest < FLOOR)), 2.0**-1074, FLOOR)
+    near = (nw + nc + 4.0) * per_op / smallest
+    L = jnp.sum(jnp.where(real, 2.0 * nc * (g(nw + 4.0) + near) + 2.0 * g(nw + nc + 2.0), 0.0))
+    lost = jnp.any((raw > 0) & (cols < FLOOR), axis=1)  # a ratio underflowed: a link is lost
+    bad = jnp.any(real & (lost | (s < FLOOR)))
     return cols, L, bad
 
 

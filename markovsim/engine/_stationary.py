@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import MarkovsimWarning, ReducibleChainError, SolverError
-from ._certify import DEFAULT_RTOL, FLOOR, dense_error_bound, scaled_normalise
+from ._certify import DEFAULT_RTOL, FLOOR, SMALL, dense_error_bound, scaled_normalise
 from ._chain import CTMC, DTMC
 from ._gth_host import BAND_MEMORY_LIMIT, BAND_WORK_LIMIT, HostGTH, band_order, banded_gth, dense_gth
 from ._pinned import pinned_stationary, residual, sparse_generator
@@ -176,26 +176,32 @@ class StationaryResult:
 
 
 def _left_range(raw, col, row, s):
-    """An elimination step left the normal float64 range: a censored rate into or out of
-    the eliminated state, or a ratio, below 2.2e-308, or a product ``ratio * rate`` of the
-    update that underflows (XLA flushes subnormals to zero, so a fill of 1e-320 would
-    silently vanish; the smallest product is the product of the smallest factors). An
-    infinite pivot sum (a vanishing state, allowed under ``jit``) gives exact zero ratios."""
+    """An elimination step left the range where the bound holds: a censored rate into or
+    out of the eliminated state below :data:`SMALL`, a ratio that underflowed, or a
+    product of the update that did (XLA flushes subnormals to zero, so a fill of 1e-320
+    would vanish without a trace). Conservative: a chain with products below 2.2e-308
+    is refused under ``jit`` (the host path bounds their effect instead). An infinite
+    pivot sum (a vanishing state, allowed under ``jit``) gives exact zero ratios."""
     def small(v):
-        return jnp.any((v > 0) & (v < FLOOR))
+        return jnp.any((v > 0) & (v < SMALL))
 
     def min_positive(v):
         return jnp.min(jnp.where(v > 0, v, jnp.inf))
 
-    return (small(raw) | small(row) | (jnp.any((raw > 0) & (col < FLOOR)) & jnp.isfinite(s))
-            | (min_positive(col) < FLOOR / min_positive(row)))
+    # the smallest product of the update is the product of the smallest factors
+    product_flushed = min_positive(col) < FLOOR / min_positive(row)
+    return (small(raw) | small(row) | product_flushed
+            | (jnp.any((raw > 0) & (col < FLOOR)) & jnp.isfinite(s)))
 
 
 def _feeds_from_underflow(x, ratios):
-    """The plain back substitution computes a probability from one below 2.2e-308, or
-    from a product that underflows (a two-well chain's barrier): not certified. A
-    probability below 2.2e-308 that feeds nothing (a leaf, a vanishing state) is harmless."""
-    return jnp.any((ratios > 0) & ((x < FLOOR) | (x * ratios < FLOOR)))
+    """The plain back substitution computes a weight from one below :data:`SMALL`, or gets
+    a weight below it from products that underflowed (a two-well chain's barrier): not
+    certified. A small weight computed exactly and feeding nothing (a leaf, a vanishing
+    state) is harmless."""
+    used = ratios > 0
+    xk = jnp.sum(jnp.where(used, x * ratios, 0.0))
+    return jnp.any(used & (x < SMALL)) | (jnp.any(used & (x * ratios < FLOOR)) & (xk < SMALL))
 
 
 def _offdiag(A):
@@ -243,13 +249,14 @@ def _gth_loop(A):
     n = A.shape[-1]
     steps = n - 1
     bad = jnp.zeros((), bool)
+    piv = jnp.ones(n, dtype=A.dtype)
     size = -(-steps // _SEGMENTS) if n >= _SEGMENT_FROM else steps
     for k0 in range(0, steps, size):
         k1 = min(k0 + size, steps)
         local = jnp.arange(n - k0)
 
-        def eliminate(j, carry, local=local):
-            T, bad = carry
+        def eliminate(j, carry, local=local, k0=k0):
+            T, bad, piv = carry
             later = local > j
             row = jnp.where(later, T[j], 0.0)
             s = jnp.sum(row)
@@ -257,9 +264,9 @@ def _gth_loop(A):
             col = raw / s
             T = T + jnp.outer(col, row)
             bad = bad | _left_range(raw, col, row, s)
-            return T.at[:, j].set(jnp.where(later, col, T[:, j])), bad
+            return T.at[:, j].set(jnp.where(later, col, T[:, j])), bad, piv.at[k0 + j].set(s)
 
-        T, bad = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], bad))
+        T, bad, piv = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], bad, piv))
         A = A.at[k0:, k0:].set(T)
     idx = jnp.arange(n)
 
@@ -268,7 +275,7 @@ def _gth_loop(A):
         k = n - 2 - j
         later = jnp.where(idx > k, x, 0.0)
         xk = jnp.dot(later, A[:, k], precision=jax.lax.Precision.HIGHEST)
-        bad = bad | _feeds_from_underflow(jnp.where(idx > k, x, 1.0), A[:, k])
+        bad = bad | _feeds_from_underflow(x, jnp.where(idx > k, A[:, k], 0.0))
         x = x.at[k].set(xk)
         return x / jnp.sum(x), bad
 
@@ -432,6 +439,10 @@ def _solve_dense_host(chain, rtol: float) -> StationaryResult:
     return _from_host(dense_gth(chain.to_dense()), sparse_generator(chain), rtol, "GTH", chain.n)
 
 
+#: Sparse chains up to this size retry on the dense host GTH when the banded one cannot certify.
+_DENSE_FALLBACK = 3000
+
+
 def _band_fits(n: int, w: int) -> bool:
     return n * (w + 1) ** 2 <= BAND_WORK_LIMIT and n * max(w, 1) <= BAND_MEMORY_LIMIT
 
@@ -450,6 +461,12 @@ def _solve_sparse(chain, method) -> StationaryResult:
                 pi, log_pi = np.empty(n), np.empty(n)
                 pi[perm], log_pi[perm] = res.pi, res.log_pi
                 res = dataclasses.replace(res, pi=pi, log_pi=log_pi)
+            if res.status in (Status.UNCERTIFIED, Status.UNDERFLOW) and n <= _DENSE_FALLBACK:
+                # XLA flushes subnormals to zero, so rates near 2.2e-308 widen the banded
+                # bound; numpy underflows gradually and can still certify a small chain
+                dense = _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
+                if dense.status == Status.SUCCESS:
+                    return dense
             return res
         pi, converged, r = pinned_stationary(Q)
         name = "SparseDirect[pinned LU]"
