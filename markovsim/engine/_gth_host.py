@@ -54,15 +54,15 @@ class HostGTH:
 _PANEL = 64
 
 
-def _eliminate_dense(Q: np.ndarray, flags: list, tiny: dict) -> np.ndarray | None:
+def _eliminate_dense(Q: np.ndarray, tiny: dict) -> np.ndarray | None:
     """Blocked GTH elimination in place on a copy; None on a zero pivot.
 
     Right-looking elimination in panels of ``_PANEL`` states: inside a panel each step
     updates only the panel's columns and rows (rank-1, O(n b)); the rest of the matrix
     gets the whole panel at once as one matrix product ``C @ R`` with ``C, R >= 0``.
     Every update still adds products of non-negative numbers (subtraction-free), and the
-    O(n^3/3) work runs in BLAS-3. Steps where a ratio underflowed to zero go to ``flags``;
-    the smallest subnormal rate or ratio of a step goes to ``tiny[k]`` (for the bound).
+    O(n^3/3) work runs in BLAS-3. The smallest subnormal rate or ratio of a step goes to
+    ``tiny[k]`` (for the bound).
     """
     A = np.array(Q, dtype=float, copy=True)
     n = A.shape[0]
@@ -77,10 +77,12 @@ def _eliminate_dense(Q: np.ndarray, flags: list, tiny: dict) -> np.ndarray | Non
             positive = col > 0
             smallest = min(col[positive].min(initial=np.inf), A[k, k + 1:][A[k, k + 1:] > 0].min(initial=np.inf))
             col /= s
-            if np.any(col[positive] == 0):
-                flags.append(k)  # a ratio underflowed to zero: a link is lost
-            smallest = min(smallest, col[positive].min(initial=np.inf))
-            if smallest < FLOOR:  # gradual underflow: absolute error 2^-1075 per operation
+            # numpy underflows gradually: a ratio or product flushed to zero is below 5e-324,
+            # negligible beside the rest unless it was a state's only link, which leaves a
+            # zero weight (caught in the back substitution)
+            kept = col[positive]
+            smallest = min(smallest, kept[kept > 0].min(initial=np.inf))
+            if smallest < FLOOR:  # subnormal: absolute error 2^-1075 per operation
                 tiny[k] = smallest
             row = A[k, k + 1:k1]
             if row.size:
@@ -99,15 +101,14 @@ def dense_gth(Q: np.ndarray) -> HostGTH:
     exponents (``np.frexp``), one vectorised step per state.
     """
     n = Q.shape[0]
-    flags: list = []
     tiny: dict = {}
     with np.errstate(under="ignore"):
-        A = _eliminate_dense(Q, flags, tiny)
+        A = _eliminate_dense(Q, tiny)
     if A is None or not np.isfinite(A).all():
         return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
     lower = np.tril(A, -1)
     upper = np.triu(A, 1)
-    underflow = bool(flags)
+    underflow = False
     c = np.count_nonzero(lower, axis=0)[:-1]
     w = np.count_nonzero(upper, axis=1)[:-1]
     # a subnormal v carries an absolute error of 2^-1075 per operation: relative 2^-1075 / v

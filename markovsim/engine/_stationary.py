@@ -413,7 +413,8 @@ def _from_host(gth_out: HostGTH, Q, rtol: float, name: str, n: int) -> Stationar
     if not gth_out.finite:
         return StationaryResult(np.full(n, np.nan), Status.NONFINITE, float("nan"), name)
     pi, log_pi = scaled_normalise(gth_out.mantissa, gth_out.exponent)
-    bound = float(np.expm1(gth_out.log_bound))
+    with np.errstate(over="ignore"):
+        bound = float(np.expm1(gth_out.log_bound))
     if gth_out.underflow:
         status = Status.UNDERFLOW
     else:
