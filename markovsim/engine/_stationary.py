@@ -13,7 +13,8 @@ proved (:mod:`._certify` defines the stated accuracy and the bound):
   relative (default 1e-6), smaller ones proven below 2.2e-308, ``log_pi`` holding them all;
 - ``UNCERTIFIED``: an answer with a small residual that could not be proven (a warning from
   :func:`stationary_distribution`);
-- ``UNDERFLOW``: a rate or ratio left the float64 range, so the proof does not apply;
+- ``UNDERFLOW``: an underflow cut a state off, or (under ``jit``) a rate, ratio or weight
+  fell below 2.6e-290, so the proof does not apply;
 - ``NOT_CONVERGED``, ``NONFINITE``, ``REDUCIBLE``: no answer (a :class:`SolverError`).
 
 The algorithm behind every certified answer is GTH elimination (Grassmann, Taksar and
@@ -95,8 +96,8 @@ class Status(enum.IntEnum):
             4: "the residual |pi Q| is above the solver's tolerance (an ill-conditioned solve)",
             5: "the answer could not be certified componentwise (a small residual proves nothing "
                "about small probabilities or weakly coupled parts)",
-            6: "a rate, ratio or probability left the float64 range during the elimination, so "
-               "the answer is not certified",
+            6: "an underflow cut a state off (a zero weight or pivot), or under jit a rate, ratio "
+               "or weight fell below 2.6e-290: the answer is not certified",
         }[int(self)]
 
 
