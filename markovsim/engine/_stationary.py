@@ -176,33 +176,27 @@ class StationaryResult:
 # ----------------------------------------------------------------------------- dense GTH (JAX)
 
 
-def _left_range(raw, col, row, s):
-    """An elimination step left the range where the bound holds: a censored rate into or
-    out of the eliminated state below :data:`SMALL`, a ratio that underflowed, or a
-    product of the update that did (XLA flushes subnormals to zero, so a fill of 1e-320
-    would vanish without a trace). Conservative: a chain with products below 2.2e-308
-    is refused under ``jit`` (the host path bounds their effect instead). An infinite
-    pivot sum (a vanishing state, allowed under ``jit``) gives exact zero ratios."""
-    def small(v):
-        return jnp.any((v > 0) & (v < SMALL))
-
+def _range_flag(raws, cols, rows, pivots, pi):
+    """1.0 when the traced GTH left the range where its bound holds; computed once from
+    the stacked factors (per-step checks cost 7x under vmap). Rows ``k`` of the
+    ``(n-1, n)`` arrays hold step ``k``'s censored rates into (``raws``) and out of
+    (``rows``) the eliminated state and its ratios (``cols``). Flags: a rate or ratio
+    below :data:`SMALL` (XLA flushes subnormals to zero: a fill of 1e-320 vanishes); a
+    ratio that underflowed (unless the pivot sum is infinite: a vanishing state); an
+    update product that underflowed (the smallest is the product of the smallest
+    factors); and a probability below :data:`SMALL` that is positive, has a source or
+    feeds another (the plain back substitution cannot carry it: a two-well barrier).
+    Conservative: such chains are refused under ``jit``; the host paths bound them."""
     def min_positive(v):
-        return jnp.min(jnp.where(v > 0, v, jnp.inf))
+        return jnp.min(jnp.where(v > 0, v, jnp.inf), axis=-1)
 
-    # the smallest product of the update is the product of the smallest factors
-    product_flushed = min_positive(col) < FLOOR / min_positive(row)
-    return (small(raw) | small(row) | product_flushed
-            | (jnp.any((raw > 0) & (col < FLOOR)) & jnp.isfinite(s)))
-
-
-def _feeds_from_underflow(x, ratios):
-    """The plain back substitution computes a weight from one below :data:`SMALL`, or gets
-    a weight below it from products that underflowed (a two-well chain's barrier): not
-    certified. A small weight computed exactly and feeding nothing (a leaf, a vanishing
-    state) is harmless."""
-    used = ratios > 0
-    xk = jnp.sum(jnp.where(used, x * ratios, 0.0))
-    return jnp.any(used & (x < SMALL)) | (jnp.any(used & (x * ratios < FLOOR)) & (xk < SMALL))
+    small = jnp.any((raws > 0) & (raws < SMALL)) | jnp.any((rows > 0) & (rows < SMALL))
+    ratio = jnp.any((raws > 0) & (cols < FLOOR) & jnp.isfinite(pivots)[:, None])
+    product = jnp.any(min_positive(cols) < FLOOR / min_positive(rows))
+    has_source = jnp.concatenate([jnp.any(cols > 0, axis=1), jnp.zeros(1, bool)])
+    feeds = jnp.any(cols > 0, axis=0)
+    weight = jnp.any((pi < SMALL) & ((pi > 0) | has_source | feeds))
+    return (small | ratio | product | weight).astype(pi.dtype)
 
 
 def _offdiag(A):
@@ -213,22 +207,24 @@ def _offdiag(A):
 def _gth_unrolled(A):
     """GTH with static slices, for small chains (unrolled at trace time)."""
     n = A.shape[-1]
-    cols = []
-    bad = jnp.zeros((), bool)
+    raws, cols, rows, pivots = [], [], [], []
     for k in range(n - 1):
         row = A[k, k + 1:]
         s = jnp.sum(row)
-        col = A[k + 1:, k] / s
+        raw = A[k + 1:, k]
+        col = raw / s
+        raws.append(jnp.pad(raw, (k + 1, 0)))
         cols.append(col)
-        bad = bad | _left_range(A[k + 1:, k], col, row, s)
+        rows.append(jnp.pad(row, (k + 1, 0)))
+        pivots.append(s)
         A = A.at[k + 1:, k + 1:].add(jnp.outer(col, row))
     x = jnp.ones((1,), dtype=A.dtype)
     for k in range(n - 2, -1, -1):
         xk = jnp.dot(x, cols[k], precision=jax.lax.Precision.HIGHEST)
-        bad = bad | _feeds_from_underflow(x, cols[k])
         x = jnp.concatenate([xk[None], x])
         x = x / jnp.sum(x)
-    return x, bad.astype(A.dtype)
+    C = jnp.stack([jnp.pad(c, (k + 1, 0)) for k, c in enumerate(cols)])
+    return x, _range_flag(jnp.stack(raws), C, jnp.stack(rows), jnp.stack(pivots), x)
 
 
 _SEGMENTS = 8
@@ -249,7 +245,6 @@ def _gth_loop(A):
     """
     n = A.shape[-1]
     steps = n - 1
-    bad = jnp.zeros((), bool)
     piv = jnp.ones(n, dtype=A.dtype)
     size = -(-steps // _SEGMENTS) if n >= _SEGMENT_FROM else steps
     for k0 in range(0, steps, size):
@@ -257,32 +252,29 @@ def _gth_loop(A):
         local = jnp.arange(n - k0)
 
         def eliminate(j, carry, local=local, k0=k0):
-            T, bad, piv = carry
+            T, piv = carry
             later = local > j
             row = jnp.where(later, T[j], 0.0)
             s = jnp.sum(row)
-            raw = jnp.where(later, T[:, j], 0.0)
-            col = raw / s
+            col = jnp.where(later, T[:, j], 0.0) / s
             T = T + jnp.outer(col, row)
-            bad = bad | _left_range(raw, col, row, s)
-            return T.at[:, j].set(jnp.where(later, col, T[:, j])), bad, piv.at[k0 + j].set(s)
+            return T.at[:, j].set(jnp.where(later, col, T[:, j])), piv.at[k0 + j].set(s)
 
-        T, bad, piv = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], bad, piv))
+        T, piv = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], piv))
         A = A.at[k0:, k0:].set(T)
     idx = jnp.arange(n)
 
-    def back(j, carry):
-        x, bad = carry
+    def back(j, x):
         k = n - 2 - j
-        later = jnp.where(idx > k, x, 0.0)
-        xk = jnp.dot(later, A[:, k], precision=jax.lax.Precision.HIGHEST)
-        bad = bad | _feeds_from_underflow(x, jnp.where(idx > k, A[:, k], 0.0))
+        xk = jnp.dot(jnp.where(idx > k, x, 0.0), A[:, k], precision=jax.lax.Precision.HIGHEST)
         x = x.at[k].set(xk)
-        return x / jnp.sum(x), bad
+        return x / jnp.sum(x)
 
     x0 = jnp.zeros(n, dtype=A.dtype).at[n - 1].set(1.0)
-    x, bad = jax.lax.fori_loop(0, n - 1, back, (x0, bad))
-    return x, bad.astype(A.dtype)
+    x = jax.lax.fori_loop(0, n - 1, back, x0)
+    C = jnp.tril(A, -1).T[:-1]  # row k: the ratios of step k
+    W = jnp.triu(A, 1)[:-1]  # row k: the rates out of state k at its step
+    return x, _range_flag(C * piv[:-1, None], C, W, piv[:-1], x)
 
 
 #: Under ``vmap`` a batch of small chains is solved in chunks of at most about this many
