@@ -22,13 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InvalidChainError
+from ._validate import is_traced, validate_generator, validate_transition_matrix
 
 __all__ = ["CTMC", "DTMC", "kronecker_sum", "kronecker_product", "is_traced", "as_chain"]
-
-
-def is_traced(x: Any) -> bool:
-    """True when ``x`` is a JAX tracer (inside jit, vmap or grad): no host checks possible."""
-    return isinstance(x, jax.core.Tracer)
 
 
 def _is_sparse(x: Any) -> bool:
@@ -140,8 +136,6 @@ class CTMC(_Chain):
     @classmethod
     def from_matrix(cls, Q, labels: Sequence | None = None, *, rtol: float = 1e-9) -> "CTMC":
         """A validated CTMC from a generator matrix (see :func:`validate_generator`)."""
-        from ._structure import validate_generator
-
         validate_generator(Q, rtol=rtol)
         return cls(Q, _labels(labels, Q.shape[0]))
 
@@ -169,8 +163,6 @@ class DTMC(_Chain):
     @classmethod
     def from_matrix(cls, P, labels: Sequence | None = None, *, rtol: float = 1e-9) -> "DTMC":
         """A validated DTMC (see :func:`validate_transition_matrix`)."""
-        from ._structure import validate_transition_matrix
-
         validate_transition_matrix(P, rtol=rtol)
         return cls(P, _labels(labels, P.shape[0]))
 

@@ -14,7 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InvalidParameterError
-from ._chain import CTMC, DTMC, as_chain, is_traced
+from ._chain import CTMC, DTMC, as_chain
+from ._validate import host_matrix, is_traced, require_finite
 
 #: Tolerance on the sum of an initial distribution.
 P0_ATOL = 1e-9
@@ -120,28 +121,10 @@ def check_vector(name: str, r: Any, n: int) -> np.ndarray:
 
 def check_square(name: str, c: Any, n: int):
     """A finite ``(n, n)`` matrix, dense (returned as ndarray) or scipy.sparse (CSR)."""
-    if sp.issparse(c):
-        m = c.tocsr().astype(float)
-        data = m.data
-    else:
-        try:
-            m = np.asarray(c, dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"{name}: expected a numeric ({n}, {n}) matrix, "
-                                        f"got {type(c).__name__}") from None
-        data = m
+    m = host_matrix(c, InvalidParameterError, f"{name}: expected a numeric ({n}, {n}) matrix")
     if m.shape != (n, n):
         raise InvalidParameterError(f"{name}: got shape {m.shape}, expected ({n}, {n}) (one value per transition)")
-    bad = ~np.isfinite(data)
-    if bad.any():
-        if sp.issparse(m):
-            coo = m.tocoo()
-            k = int(np.argmax(~np.isfinite(coo.data)))
-            i, j, v = int(coo.row[k]), int(coo.col[k]), coo.data[k]
-        else:
-            i, j = map(int, np.argwhere(bad)[0])
-            v = m[i, j]
-        raise InvalidParameterError(f"{name}[{i}, {j}]={float(v)!r}: expected a finite number")
+    require_finite(m, name, InvalidParameterError, "expected a finite number")
     return m
 
 

@@ -1,42 +1,62 @@
-"""Stationary distributions.
+"""Stationary distributions, certified.
 
 For an irreducible CTMC the stationary distribution is the unique row vector with
 :math:`\\pi Q = 0`, :math:`\\sum_i \\pi_i = 1`; for a DTMC, :math:`\\pi P = \\pi`.
 
-Dense chains are solved by GTH elimination (Grassmann, Taksar and Heyman 1985): a
-variant of Gaussian elimination that uses only off-diagonal rates and sums of positive
-numbers, so there is no subtraction and no cancellation. It is accurate to a few ulps in
-every component even for stiff and nearly decomposable chains, where ``np.linalg.solve``
-loses digits. The back substitution is rescaled at every step so the unnormalised weights
-never overflow (a 2,000-state birth-death chain of a repairable cluster passes 1e308
-otherwise).
+**A small residual does not prove a stationary vector.** Pinned sparse LU with residual
+1e-16 put 73.6 % of the mass on a state whose probability is 1e-1607, and answered a
+nearly decomposable chain 57 % off; a plain GTH back substitution puts all the mass in one
+well of a two-well chain once the barrier underflows. So every solve here says what it
+proved (:mod:`._certify` defines the stated accuracy and the bound):
 
-Large sparse chains are solved on scipy's side with one probability pinned and its
-equation replaced by ``pi[pin] = 1`` (a row of ones would fill the LU in to O(n^2)):
-LAPACK's banded LU when ``Q`` has a narrow band (birth-death chains: O(n)), else
-SuperLU, or GMRES with an incomplete-LU preconditioner. The pin goes where the
-probability is (pinning a rarely visited state makes the system nearly singular; see
-:func:`_solve_sparse`). Every solve reports a status and the normalised residual
-:math:`\\lVert \\pi Q \\rVert_1 / (|\\pi|\\,|Q|)`.
+- ``SUCCESS``: every probability >= 2.2e-308 proven to within ``error_bound <= rtol``
+  relative (default 1e-6), smaller ones proven below 2.2e-308, ``log_pi`` holding them all;
+- ``UNCERTIFIED``: an answer with a small residual that could not be proven (a warning from
+  :func:`stationary_distribution`);
+- ``UNDERFLOW``: an underflow cut a state off, or (under ``jit``) a rate, ratio or weight
+  fell below 2.6e-290, so the proof does not apply;
+- ``NOT_CONVERGED``, ``NONFINITE``, ``REDUCIBLE``: no answer (a :class:`SolverError`).
+
+The algorithm behind every certified answer is GTH elimination (Grassmann, Taksar and
+Heyman 1985): Gaussian elimination on the off-diagonal rates that never subtracts, whose
+rounding errors are relative perturbations of rates, to which a stationary distribution is
+componentwise well conditioned (O'Cinneide 1993) whatever the coupling between its parts,
+nearly decomposable or not. That is why it, and not a second method or an a-posteriori
+residual test, certifies: a residual test cannot see a 1e-15 coupling, and a second method
+can share the first one's blind spot. Its paths:
+
+- dense chains: JAX GTH (jit/vmap/grad-safe; under tracing the status comes back as an
+  array, and :func:`stationary_distribution` NaN-fills an uncertified answer) or blocked
+  numpy GTH on the host;
+- sparse chains (the default above ``DENSE_LIMIT`` states): GTH on the band, in the natural
+  order or reverse Cuthill-McKee (:mod:`._gth_host`), when ``n (w+1)^2`` fits: birth-death
+  chains, clusters with spares, products of small components;
+- host back substitutions carry a separate power of two per probability, so 1e-1607 and
+  a barrier of 1e-400 between two wells are no harder than 0.5.
+
+Where the band is too wide, ``SparseDirect`` falls back to pinned LU and ``SparseIterative``
+runs GMRES (:mod:`._pinned`): fast and normwise right, but ``UNCERTIFIED``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from functools import partial
+import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
-import scipy.linalg as sla
-import scipy.sparse.linalg as spla
 
-from .._errors import InvalidChainError, ReducibleChainError, SolverError
-from ._chain import CTMC, DTMC, as_chain, is_traced
+from .._errors import MarkovsimWarning, ReducibleChainError, SolverError
+from ._certify import DEFAULT_RTOL, FLOOR, SMALL, dense_error_bound, scaled_normalise
+from ._chain import CTMC, DTMC
+from ._gth_host import BAND_MEMORY_LIMIT, BAND_WORK_LIMIT, HostGTH, band_order, banded_gth, dense_gth
+from ._pinned import pinned_stationary, residual, sparse_generator
 from ._structure import recurrent_classes, validate_chain
+from ._validate import is_traced
 
 __all__ = [
     "GTH",
@@ -56,38 +76,60 @@ _UNROLL_LIMIT = 24
 
 
 class Status(enum.IntEnum):
-    """Outcome of a solve."""
+    """Outcome of a solve; only ``SUCCESS`` is a certified answer."""
 
     SUCCESS = 0
     NOT_CONVERGED = 1
     REDUCIBLE = 2
     NONFINITE = 3
     INACCURATE = 4
+    UNCERTIFIED = 5
+    UNDERFLOW = 6
 
     @property
     def message(self) -> str:
         return {
-            0: "solved",
+            0: "solved and certified: every probability >= 2.2e-308 within error_bound relative",
             1: "the iterative solver did not reach its tolerance",
             2: "the chain is reducible (a zero pivot): no unique stationary distribution",
             3: "the solution is not finite",
             4: "the residual |pi Q| is above the solver's tolerance (an ill-conditioned solve)",
+            5: "the answer could not be certified componentwise (a small residual proves nothing "
+               "about small probabilities or weakly coupled parts)",
+            6: "an underflow cut a state off (a zero weight or pivot), or under jit a rate, ratio "
+               "or weight fell below 2.6e-290: the answer is not certified",
         }[int(self)]
 
 
 @dataclasses.dataclass(frozen=True)
 class GTH:
-    """Dense GTH elimination; jit/vmap/grad-safe on JAX arrays."""
+    """Dense GTH elimination; jit/vmap/grad-safe on JAX arrays.
+
+    Attributes:
+        rtol: relative accuracy to certify on every probability >= 2.2e-308 for SUCCESS.
+    """
+
+    rtol: float = DEFAULT_RTOL
 
 
 @dataclasses.dataclass(frozen=True)
 class SparseDirect:
-    """Sparse LU (SuperLU) of the generator with one probability pinned."""
+    """Direct elimination of a sparse chain: certified GTH on the band when it fits,
+    else pinned sparse LU (``UNCERTIFIED``).
+
+    Attributes:
+        rtol: relative accuracy to certify on every probability >= 2.2e-308 for SUCCESS.
+    """
+
+    rtol: float = DEFAULT_RTOL
 
 
 @dataclasses.dataclass(frozen=True)
 class SparseIterative:
     """GMRES on the pinned system with an incomplete-LU preconditioner.
+
+    Its answers are never certified componentwise (status ``UNCERTIFIED`` when GMRES
+    converged): use the default or :class:`SparseDirect` for a certified answer.
 
     Attributes:
         tol: tolerance on the normalised residual
@@ -99,17 +141,62 @@ class SparseIterative:
     maxiter: int = 1000
 
 
+@jax.tree_util.register_pytree_node_class
 @dataclasses.dataclass(frozen=True)
 class StationaryResult:
-    """A stationary solve: the distribution, a status, the residual and the method used."""
+    """A stationary solve.
+
+    Attributes:
+        pi: the distribution (numpy, or JAX for JAX input).
+        status: :class:`Status` (an integer array under ``jax.jit``).
+        residual: :math:`\\lVert\\pi Q\\rVert_1 / (|\\pi|\\,|Q|)`.
+        method: the algorithm that produced ``pi``.
+        error_bound: proven relative error of every probability >= 2.2e-308 (``inf`` when
+            nothing is proven); ``SUCCESS`` iff it is at most the method's ``rtol`` and no
+            range check failed.
+        log_pi: natural logarithm of every probability, the ones below 2.2e-308 too.
+    """
 
     pi: Any
-    status: Status
-    residual: float
+    status: Any
+    residual: Any
     method: str
+    error_bound: Any = float("inf")
+    log_pi: Any = None
+
+    def tree_flatten(self):
+        return (self.pi, self.status, self.residual, self.error_bound, self.log_pi), self.method
+
+    @classmethod
+    def tree_unflatten(cls, method, children):
+        pi, status, res, bound, log_pi = children
+        return cls(pi, status, res, method, bound, log_pi)
 
 
 # ----------------------------------------------------------------------------- dense GTH (JAX)
+
+
+def _range_flag(raws, cols, rows, pivots, pi):
+    """1.0 when the traced GTH left the range where its bound holds; computed once from
+    the stacked factors (per-step checks cost 7x under vmap). Rows ``k`` of the
+    ``(n-1, n)`` arrays hold step ``k``'s censored rates into (``raws``) and out of
+    (``rows``) the eliminated state and its ratios (``cols``). Flags: a rate or ratio
+    below :data:`SMALL` (XLA flushes subnormals to zero: a fill of 1e-320 vanishes); a
+    ratio that underflowed (unless the pivot sum is infinite: a vanishing state); an
+    update product that underflowed (the smallest is the product of the smallest
+    factors); and a probability below :data:`SMALL` that is positive, has a source or
+    feeds another (the plain back substitution cannot carry it: a two-well barrier).
+    Conservative: such chains are refused under ``jit``; the host paths bound them."""
+    def min_positive(v):
+        return jnp.min(jnp.where(v > 0, v, jnp.inf), axis=-1)
+
+    small = jnp.any((raws > 0) & (raws < SMALL)) | jnp.any((rows > 0) & (rows < SMALL))
+    ratio = jnp.any((raws > 0) & (cols < FLOOR) & jnp.isfinite(pivots)[:, None])
+    product = jnp.any(min_positive(cols) < FLOOR / min_positive(rows))
+    has_source = jnp.concatenate([jnp.any(cols > 0, axis=1), jnp.zeros(1, bool)])
+    feeds = jnp.any(cols > 0, axis=0)
+    weight = jnp.any((pi < SMALL) & ((pi > 0) | has_source | feeds))
+    return (small | ratio | product | weight).astype(pi.dtype)
 
 
 def _offdiag(A):
@@ -120,19 +207,24 @@ def _offdiag(A):
 def _gth_unrolled(A):
     """GTH with static slices, for small chains (unrolled at trace time)."""
     n = A.shape[-1]
-    cols = []
+    raws, cols, rows, pivots = [], [], [], []
     for k in range(n - 1):
         row = A[k, k + 1:]
         s = jnp.sum(row)
-        col = A[k + 1:, k] / s
+        raw = A[k + 1:, k]
+        col = raw / s
+        raws.append(jnp.pad(raw, (k + 1, 0)))
         cols.append(col)
+        rows.append(jnp.pad(row, (k + 1, 0)))
+        pivots.append(s)
         A = A.at[k + 1:, k + 1:].add(jnp.outer(col, row))
     x = jnp.ones((1,), dtype=A.dtype)
     for k in range(n - 2, -1, -1):
         xk = jnp.dot(x, cols[k], precision=jax.lax.Precision.HIGHEST)
         x = jnp.concatenate([xk[None], x])
         x = x / jnp.sum(x)
-    return x
+    C = jnp.stack([jnp.pad(c, (k + 1, 0)) for k, c in enumerate(cols)])
+    return x, _range_flag(jnp.stack(raws), C, jnp.stack(rows), jnp.stack(pivots), x)
 
 
 _SEGMENTS = 8
@@ -153,20 +245,23 @@ def _gth_loop(A):
     """
     n = A.shape[-1]
     steps = n - 1
+    piv = jnp.ones(n, dtype=A.dtype)
     size = -(-steps // _SEGMENTS) if n >= _SEGMENT_FROM else steps
     for k0 in range(0, steps, size):
         k1 = min(k0 + size, steps)
         local = jnp.arange(n - k0)
 
-        def eliminate(j, T, local=local):
+        def eliminate(j, carry, local=local, k0=k0):
+            T, piv = carry
             later = local > j
             row = jnp.where(later, T[j], 0.0)
             s = jnp.sum(row)
             col = jnp.where(later, T[:, j], 0.0) / s
             T = T + jnp.outer(col, row)
-            return T.at[:, j].set(jnp.where(later, col, T[:, j]))
+            return T.at[:, j].set(jnp.where(later, col, T[:, j])), piv.at[k0 + j].set(s)
 
-        A = A.at[k0:, k0:].set(jax.lax.fori_loop(0, k1 - k0, eliminate, A[k0:, k0:]))
+        T, piv = jax.lax.fori_loop(0, k1 - k0, eliminate, (A[k0:, k0:], piv))
+        A = A.at[k0:, k0:].set(T)
     idx = jnp.arange(n)
 
     def back(j, x):
@@ -176,7 +271,10 @@ def _gth_loop(A):
         return x / jnp.sum(x)
 
     x0 = jnp.zeros(n, dtype=A.dtype).at[n - 1].set(1.0)
-    return jax.lax.fori_loop(0, n - 1, back, x0)
+    x = jax.lax.fori_loop(0, n - 1, back, x0)
+    C = jnp.tril(A, -1).T[:-1]  # row k: the ratios of step k
+    W = jnp.triu(A, 1)[:-1]  # row k: the rates out of state k at its step
+    return x, _range_flag(C * piv[:-1, None], C, W, piv[:-1], x)
 
 
 #: Under ``vmap`` a batch of small chains is solved in chunks of at most about this many
@@ -211,17 +309,21 @@ def _gth_chunked(Q):
 def _gth_chunked_rule(axis_size, in_batched, Q):
     (batched,) = in_batched
     if not batched:
-        return _offdiag_gth(Q), False
+        return _offdiag_gth(Q), (False, False)
     n = Q.shape[-1]
     chunk = _chunk_size(axis_size, max(1, _BATCH_CHUNK_BYTES // (n * n * Q.dtype.itemsize)))
     if chunk >= axis_size:
-        return jax.vmap(_offdiag_gth)(Q), True
+        return jax.vmap(_offdiag_gth)(Q), (True, True)
     whole = axis_size - axis_size % chunk  # lax.map over vmapped chunks (by hand: older JAX
     body = Q[:whole].reshape((whole // chunk, chunk) + Q.shape[1:])  # lacks its batch_size)
-    pi = jax.lax.map(jax.vmap(_offdiag_gth), body).reshape((whole,) + Q.shape[2:])
+    pi, bad = jax.lax.map(jax.vmap(_offdiag_gth), body)
+    pi = pi.reshape((whole,) + Q.shape[2:])
+    bad = bad.reshape((whole,))
     if whole < axis_size:
-        pi = jnp.concatenate([pi, jax.vmap(_offdiag_gth)(Q[whole:])])
-    return pi, True
+        rest, rest_bad = jax.vmap(_offdiag_gth)(Q[whole:])
+        pi = jnp.concatenate([pi, rest])
+        bad = jnp.concatenate([bad, rest_bad])
+    return (pi, bad), (True, True)
 
 
 @jax.custom_jvp
@@ -237,7 +339,19 @@ def _gth_small(Q):
 
 @_gth_small.defjvp
 def _gth_small_jvp(primals, tangents):
-    return jax.jvp(_offdiag_gth, primals, tangents)
+    (x, bad), (dx, _) = jax.jvp(_offdiag_gth, primals, tangents)
+    return (x, bad), (dx, jnp.zeros_like(bad))
+
+
+def _gth_checked(Q):
+    """``(pi, bad)``: GTH and 1.0 where an elimination ratio or rate became subnormal."""
+    Q = jnp.asarray(Q)
+    if not jnp.issubdtype(Q.dtype, jnp.floating):
+        Q = Q.astype(jnp.result_type(float))
+    n = Q.shape[-1]
+    if n == 1:
+        return jnp.ones((1,), dtype=Q.dtype), jnp.zeros((), Q.dtype)
+    return _gth_small(Q) if n <= _UNROLL_LIMIT else _gth_loop(_offdiag(Q))
 
 
 def gth(Q):
@@ -245,7 +359,8 @@ def gth(Q):
 
     Only the off-diagonal entries of ``Q`` are read, so a transition matrix ``P`` works as
     well as a generator. Safe under ``jax.jit``, ``jax.vmap`` and ``jax.grad``; a reducible
-    chain gives NaN (a zero pivot), never a plausible-looking number.
+    chain gives NaN (a zero pivot). This is the bare algorithm: it does not say whether
+    the answer is certified (see :func:`solve_stationary`, which does, under ``jit`` too).
 
     Args:
         Q: ``(n, n)`` JAX or numpy array of rates (per second) or probabilities.
@@ -253,259 +368,114 @@ def gth(Q):
     Returns:
         ``pi``, shape ``(n,)``, summing to 1.
     """
+    return _gth_checked(Q)[0]
+
+
+_gth_jit = jax.jit(_gth_checked)
+
+
+def _traced_status(pi, bad, n: int, rtol: float):
+    """Status of a traced GTH as an int32 array. Dense worst-case bound (static); underflow
+    of a rate or ratio, or a probability computed from one below the float64 range (the
+    plain back substitution cannot carry it), voids the certificate. Probabilities below
+    2.2e-308 that feed no other are returned below it, as the stated accuracy allows."""
+    finite = jnp.all(jnp.isfinite(pi))
+    certified = dense_error_bound(n) <= rtol
+    status = jnp.where(~finite, int(Status.NONFINITE),
+                       jnp.where(bad > 0, int(Status.UNDERFLOW),
+                                 int(Status.SUCCESS) if certified else int(Status.UNCERTIFIED)))
+    return status.astype(jnp.int32)
+
+
+def _traced_result(Q, rtol: float) -> StationaryResult:
+    """GTH with its status, bound and residual as arrays (jit/vmap-safe)."""
     Q = jnp.asarray(Q)
-    if not jnp.issubdtype(Q.dtype, jnp.floating):
-        Q = Q.astype(jnp.result_type(float))
     n = Q.shape[-1]
-    if n == 1:
-        return jnp.ones((1,), dtype=Q.dtype)
-    return _gth_small(Q) if n <= _UNROLL_LIMIT else _gth_loop(_offdiag(Q))
+    pi, bad = _gth_checked(Q)
+    M = _offdiag(Q)
+    M = M - jnp.diag(jnp.sum(M, axis=-1))
+    r = jnp.sum(jnp.abs(pi @ M)) / jnp.maximum(jnp.sum(jnp.abs(pi) @ jnp.abs(M)), FLOOR)
+    return StationaryResult(pi, _traced_status(pi, bad, n, rtol), r, "GTH", jnp.asarray(dense_error_bound(n)),
+                            jnp.log(pi))
 
 
-_gth_jit = jax.jit(gth)
+# ----------------------------------------------------------------------------- host solves
 
 
-_PANEL = 64
+def _from_host(gth_out: HostGTH, Q, rtol: float, name: str, n: int) -> StationaryResult:
+    if not gth_out.finite:
+        return StationaryResult(np.full(n, np.nan), Status.NONFINITE, float("nan"), name)
+    pi, log_pi = scaled_normalise(gth_out.mantissa, gth_out.exponent)
+    with np.errstate(over="ignore"):
+        bound = float(np.expm1(gth_out.log_bound))
+    if gth_out.underflow:
+        status = Status.UNDERFLOW
+    else:
+        status = Status.SUCCESS if bound <= rtol else Status.UNCERTIFIED
+    return StationaryResult(pi, status, residual(Q, pi), name, bound, log_pi)
 
 
-def _gth_numpy(Q: np.ndarray) -> np.ndarray:
-    """GTH on the host (numpy), the same algorithm as :func:`gth`, blocked for speed.
-
-    Right-looking elimination in panels of ``_PANEL`` states: inside a panel each step
-    updates only the panel's columns and rows (rank-1, O(n b)); the rest of the matrix
-    gets the whole panel at once as one matrix product ``C @ R`` with ``C, R >= 0``.
-    Every update still adds products of non-negative numbers, so the method stays
-    subtraction-free (GTH's accuracy), and the O(n^3/3) work runs in BLAS-3: a
-    2,000-state chain takes a fraction of a second instead of several seconds.
-    """
-    A = np.array(Q, dtype=float, copy=True)
-    n = A.shape[0]
-    np.fill_diagonal(A, 0.0)
-    for k0 in range(0, n - 1, _PANEL):
-        k1 = min(k0 + _PANEL, n - 1)
-        for k in range(k0, k1):
-            s = A[k, k + 1:].sum()
-            if not s > 0:
-                return np.full(n, np.nan)
-            col = A[k + 1:, k]
-            col /= s
-            row = A[k, k + 1:k1]
-            if row.size:
-                A[k + 1:, k + 1:k1] += np.outer(col, row)  # the panel's columns, every row below
-            if k + 1 < k1:
-                A[k + 1:k1, k1:] += np.outer(col[:k1 - k - 1], A[k, k1:])  # the panel's rows
-        if k1 < n:
-            A[k1:, k1:] += A[k1:, k0:k1] @ A[k0:k1, k1:]
-    x = np.zeros(n)
-    x[n - 1] = 1.0
-    for k in range(n - 2, -1, -1):
-        x[k] = x[k + 1:] @ A[k + 1:, k]
-        x[k:] /= x[k:].sum()
-    return x
-
-
-# ----------------------------------------------------------------------------- sparse
-
-
-def _sparse_generator(chain) -> sp.csr_matrix:
+def _solve_dense_host(chain, rtol: float) -> StationaryResult:
     m = chain.matrix
-    m = m.tocsr().astype(float) if sp.issparse(m) else sp.csr_matrix(np.asarray(m, dtype=float))
-    if isinstance(chain, DTMC):
-        m = m - sp.identity(m.shape[0], format="csr")
-    else:
-        # rebuild the diagonal from the rates so rounding in a given diagonal cannot bias pi
-        off = m - sp.diags(m.diagonal())
-        m = off - sp.diags(np.asarray(off.sum(axis=1)).ravel())
-    return m.tocsr()
+    if isinstance(m, jax.Array):
+        pi, bad = _gth_jit(m)
+        host = np.asarray(pi)
+        if np.isfinite(host).all() and not float(bad) and host.min() >= FLOOR:
+            bound = dense_error_bound(chain.n)
+            Q = sparse_generator(chain)
+            status = Status.SUCCESS if bound <= rtol else Status.UNCERTIFIED
+            with np.errstate(divide="ignore"):
+                log_pi = np.log(host)
+            return StationaryResult(pi, status, residual(Q, host), "GTH", bound, jnp.asarray(log_pi))
+        res = _from_host(dense_gth(np.asarray(m, dtype=float)), sparse_generator(chain), rtol, "GTH", chain.n)
+        return dataclasses.replace(res, pi=jnp.asarray(res.pi),
+                                   log_pi=None if res.log_pi is None else jnp.asarray(res.log_pi))
+    return _from_host(dense_gth(chain.to_dense()), sparse_generator(chain), rtol, "GTH", chain.n)
 
 
-def _residual(Q: sp.csr_matrix, pi: np.ndarray) -> float:
-    r = Q.T @ pi
-    scale = abs(Q).T @ np.abs(pi)
-    return float(np.abs(r).sum() / max(scale.sum(), np.finfo(float).tiny))
+#: Sparse chains up to this size retry on the dense host GTH when the banded one cannot certify.
+_DENSE_FALLBACK = 3000
 
 
-#: A sparse solve whose relative residual is above this is reported as INACCURATE.
-_SPARSE_RESIDUAL_TOL = 1e-10
-#: ``Q^T`` with lower + upper bandwidth up to this goes to LAPACK's banded LU (O(n)).
-_BAND_LIMIT = 16
-#: A pin is accepted when its probability is at least this fraction of the largest one.
-_PIN_RATIO = 1e-3
-
-
-@dataclasses.dataclass(frozen=True)
-class _Band:
-    """``Q^T`` in LAPACK band storage: ``ab[ku + i - j, j] = Q^T[i, j]``."""
-
-    ab: np.ndarray
-    kl: int
-    ku: int
-
-
-def _band_storage(Q: sp.csr_matrix) -> _Band | None:
-    """``Q^T`` in band storage when its bandwidth is at most ``_BAND_LIMIT``, else None."""
-    coo = Q.tocoo()
-    i, j = coo.col, coo.row  # entry (i, j) of Q^T
-    d = j.astype(np.int64) - i
-    ku = max(int(d.max(initial=0)), 0)
-    kl = max(int(-d.min(initial=0)), 0)
-    if kl + ku > _BAND_LIMIT:
-        return None
-    ab = np.zeros((kl + ku + 1, Q.shape[0]))
-    ab[ku + i - j, j] = coo.data
-    return _Band(ab, kl, ku)
-
-
-def _guess_pin(Q: sp.csr_matrix, sweeps: int = 64) -> int:
-    """A state likely to carry much probability: damped Jacobi sweeps on pi Q = 0.
-
-    ``x <- (x + x R / out) / 2`` from the uniform vector (``R`` the off-diagonal rates,
-    ``out`` the total outflows) has pi as its fixed point; a few dozen sweeps (one sparse
-    product each) usually move the largest entry into the bulk of the distribution.
-    """
-    out = -Q.diagonal()
-    out = np.where(out > 0, out, 1.0)
-    RT = (Q - sp.diags(Q.diagonal())).T.tocsr()
-    x = np.ones(Q.shape[0])
-    for _ in range(sweeps):
-        x = 0.5 * (x + (RT @ x) / out)
-        x /= x.max()
-    return int(np.argmax(x))
-
-
-def _pinned_solve(Q: sp.csr_matrix, pin: int, method, band: _Band | None) -> tuple[np.ndarray, Status]:
-    """Solve pi Q = 0 with pi[pin] = 1.
-
-    Direct solves replace equation ``pin`` of ``Q^T x = 0`` by ``x[pin] = 1``: the same
-    system as dropping the equation and moving the pinned unknown to the right side, but
-    it keeps the band (or the sparsity) of ``Q^T`` with no re-indexing (a CSR ``Q`` is
-    ``Q^T`` in CSC form at no cost). GMRES works on the reduced system.
-    """
-    n = Q.shape[0]
-    rhs = np.zeros(n)
-    rhs[pin] = 1.0
-    if isinstance(method, SparseIterative):
-        return _pinned_gmres(Q, pin, method)
-    if band is not None:
-        ab = band.ab.copy()
-        js = np.arange(max(0, pin - band.kl), min(n, pin + band.ku + 1))
-        ab[band.ku + pin - js, js] = 0.0
-        ab[band.ku, pin] = 1.0
-        x = sla.solve_banded((band.kl, band.ku), ab, rhs, overwrite_ab=True, overwrite_b=True,
-                             check_finite=False)
-        return x, Status.SUCCESS
-    data = Q.data.copy()
-    data[Q.indices == pin] = 0.0
-    A = sp.csc_matrix((data, Q.indices, Q.indptr), shape=(n, n))  # Q^T with row `pin` cleared
-    lo, hi = Q.indptr[pin], Q.indptr[pin + 1]
-    diag = lo + np.flatnonzero(Q.indices[lo:hi] == pin)
-    if len(diag):
-        data[diag[0]] = 1.0
-    else:
-        A = (A + sp.csc_matrix(([1.0], ([pin], [pin])), shape=(n, n))).tocsc()
-    x = spla.splu(A, permc_spec="COLAMD").solve(rhs)
-    return x, Status.SUCCESS
-
-
-def _pin_ok(x: np.ndarray, pin: int) -> bool:
-    """Finite, non-negative up to round-off, and the pinned state not negligible."""
-    if not np.isfinite(x).all():
-        return False
-    big = float(np.max(np.abs(x)))
-    return bool(x.min() >= -1e-12 * big and x[pin] >= _PIN_RATIO * big)
-
-
-def _pinned_gmres(Q: sp.csr_matrix, pin: int, method: "SparseIterative") -> tuple[np.ndarray, Status]:
-    """GMRES with an incomplete-LU preconditioner on ``Q^T`` without row and column ``pin``.
-
-    Runs in chunks of a few restarts and stops on markovsim's own criterion, the
-    normalised residual :math:`\\lVert\\pi Q\\rVert_1 / (|\\pi|\\,|Q|) \\le` ``tol``:
-    GMRES's test is relative to the right side (the rates into the pinned state), which
-    a well-converged answer can miss by orders of magnitude. A pin that turns out
-    negligible ends the solve early so the caller can re-pin.
-    """
-    n = Q.shape[0]
-    coo = Q.T.tocoo()
-    r, c, v = coo.row, coo.col, coo.data
-    at_pin = (c == pin) & (r != pin)
-    rhs = np.zeros(n - 1)
-    rr = r[at_pin]
-    rhs[rr - (rr > pin)] = -v[at_pin]
-    keep = (r != pin) & (c != pin)
-    r, c, v = r[keep], c[keep], v[keep]
-    B = sp.csc_matrix((v, (r - (r > pin), c - (c > pin))), shape=(n - 1, n - 1))
-    try:
-        ilu = spla.spilu(B, drop_tol=1e-8, fill_factor=10)
-        M = spla.LinearOperator(B.shape, ilu.solve)
-    except RuntimeError:
-        M = None
-    y = None
-    done = 0
-    x = np.empty(n)
-    while True:
-        chunk = min(1 if done == 0 else 5, method.maxiter - done)
-        y, _ = spla.gmres(B, rhs, x0=y, M=M, rtol=min(method.tol, 1e-14), atol=0.0, restart=50, maxiter=chunk)
-        done += chunk
-        x[:pin] = y[:pin]
-        x[pin] = 1.0
-        x[pin + 1:] = y[pin:]
-        if not _pin_ok(x, pin):
-            return x, Status.NOT_CONVERGED
-        pi = np.clip(x, 0.0, None)
-        if _residual(Q, pi / pi.sum()) <= method.tol:
-            return x, Status.SUCCESS
-        if done >= method.maxiter:
-            return x, Status.NOT_CONVERGED
+def _band_fits(n: int, w: int) -> bool:
+    return n * (w + 1) ** 2 <= BAND_WORK_LIMIT and n * max(w, 1) <= BAND_MEMORY_LIMIT
 
 
 def _solve_sparse(chain, method) -> StationaryResult:
-    """Pinned sparse solve with a pin choice that keeps the system well conditioned.
-
-    Pinning state ``p`` leaves the generator of the chain killed at ``p``, whose
-    condition number grows like :math:`1/\\pi_p`: pinning a rarely visited state gives
-    garbage (a 270k-state cluster chain pinned at a state of probability 1e-26 came out
-    with residual 6e-2). The solution of such a nearly singular system is dominated by
-    its near-null vector, which is :math:`\\pi` up to sign and scale, so the state where
-    ``|x|`` is largest is a well-visited one: re-pin there. A solve is accepted when it
-    is finite, non-negative up to round-off, and the pinned state holds at least
-    ``_PIN_RATIO`` of the largest probability; the final residual decides the status.
-    """
-    Q = _sparse_generator(chain)
+    Q = sparse_generator(chain)
     n = Q.shape[0]
-    name = type(method).__name__
     if n == 1:
-        return StationaryResult(np.ones(1), Status.SUCCESS, 0.0, name)
-    band = None if isinstance(method, SparseIterative) else _band_storage(Q)
-    if band is not None:
-        # a banded solve costs about as much as a few sparse products: guess cheaply
-        out = -Q.diagonal()
-        pin = int(np.argmin(np.where(out > 0, out, np.inf)))
+        return StationaryResult(np.ones(1), Status.SUCCESS, 0.0, type(method).__name__, 0.0, np.zeros(1))
+    if isinstance(method, SparseDirect):
+        perm, w = band_order(Q)  # GTH reads only the off-diagonal rates
+        if n <= _DENSE_FALLBACK and n * (w + 1) ** 2 > n**3 / 30:
+            # a wide band: dense blocked GTH (BLAS-3, n^3/3) is the faster elimination
+            return _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
+        if _band_fits(n, w):
+            Qp = Q if perm is None else Q[perm][:, perm].tocsr()
+            res = _from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n)
+            if perm is not None and res.log_pi is not None:
+                pi, log_pi = np.empty(n), np.empty(n)
+                pi[perm], log_pi[perm] = res.pi, res.log_pi
+                res = dataclasses.replace(res, pi=pi, log_pi=log_pi)
+            if res.status in (Status.UNCERTIFIED, Status.UNDERFLOW) and n <= _DENSE_FALLBACK:
+                # XLA flushes subnormals to zero, so rates near 2.2e-308 widen the banded
+                # bound; numpy underflows gradually and can still certify a small chain
+                dense = _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
+                if dense.status == Status.SUCCESS:
+                    return dense
+            return res
+        pi, converged, r = pinned_stationary(Q)
+        name = "SparseDirect[pinned LU]"
     else:
-        pin = _guess_pin(Q)
-    tried = set()
-    for _ in range(4):
-        tried.add(pin)
-        try:
-            x, status = _pinned_solve(Q, pin, method, band)
-        except (np.linalg.LinAlgError, RuntimeError):  # an exactly singular pinned system
-            x, status = np.full(n, np.nan), Status.NONFINITE
-        if _pin_ok(x, pin):
-            break
-        if np.isfinite(x).any():
-            new_pin = int(np.argmax(np.where(np.isfinite(x), np.abs(x), -1.0)))
-        else:
-            new_pin = _guess_pin(Q)
-        if new_pin in tried:
-            break
-        pin = new_pin
-    if not np.isfinite(x).all():
-        return StationaryResult(np.full(n, np.nan), Status.NONFINITE, float("nan"), name)
-    x = np.clip(x, 0.0, None)  # round-off can leave -1e-17 entries
-    pi = x / x.sum()
-    residual = _residual(Q, pi)
-    if status == Status.SUCCESS and not residual <= _SPARSE_RESIDUAL_TOL:
-        status = Status.INACCURATE
-    return StationaryResult(pi, status, residual, name)
+        pi, converged, r = pinned_stationary(Q, gmres=(method.tol, method.maxiter))
+        name = "SparseIterative"
+    if not np.isfinite(pi).all():
+        return StationaryResult(pi, Status.NONFINITE, r, name)
+    status = Status.UNCERTIFIED if converged else Status.NOT_CONVERGED
+    with np.errstate(divide="ignore"):
+        log_pi = np.log(pi)
+    return StationaryResult(pi, status, r, name, float("inf"), log_pi)
 
 
 # ----------------------------------------------------------------------------- public
@@ -522,30 +492,9 @@ def _pick_method(chain, method):
     return GTH()
 
 
-def _dense_residual(chain, pi) -> float:
-    M = chain.to_dense().astype(float)
-    if isinstance(chain, DTMC):
-        M = M - np.eye(M.shape[0])
-    else:
-        np.fill_diagonal(M, 0.0)
-        np.fill_diagonal(M, -M.sum(axis=1))
-    r = pi @ M
-    scale = np.abs(pi) @ np.abs(M)
-    return float(np.abs(r).sum() / max(scale.sum(), np.finfo(float).tiny))
-
-
 def _solve_irreducible(chain, method) -> StationaryResult:
     if isinstance(method, GTH):
-        m = chain.matrix
-        if isinstance(m, jax.Array):
-            pi = _gth_jit(m)
-            host = np.asarray(pi)
-        else:
-            host = _gth_numpy(chain.to_dense())
-            pi = host
-        if not np.isfinite(host).all():
-            return StationaryResult(pi, Status.NONFINITE, float("nan"), "GTH")
-        return StationaryResult(pi, Status.SUCCESS, _dense_residual(chain, host), "GTH")
+        return _solve_dense_host(chain, method.rtol)
     return _solve_sparse(chain, method)
 
 
@@ -558,13 +507,30 @@ def _restrict(chain, states: np.ndarray):
     return type(chain)(sub)
 
 
+def _embed(sub: StationaryResult, cls: np.ndarray, n: int, as_jax: bool) -> StationaryResult:
+    host = np.zeros(n)
+    host[cls] = np.asarray(sub.pi)
+    log_pi = None
+    if sub.log_pi is not None:
+        log_pi = np.full(n, -np.inf)
+        log_pi[cls] = np.asarray(sub.log_pi)
+    wrap = jnp.asarray if as_jax else (lambda a: a)
+    return dataclasses.replace(sub, pi=wrap(host), log_pi=None if log_pi is None else wrap(log_pi))
+
+
+def _method_of(chain_or_matrix):
+    return chain_or_matrix.matrix if isinstance(chain_or_matrix, (CTMC, DTMC)) else chain_or_matrix
+
+
 def solve_stationary(chain: Any, *, method: GTH | SparseDirect | SparseIterative | None = None) -> StationaryResult:
-    """Solve for the stationary distribution and report how the solve went.
+    """Solve for the stationary distribution and report what was proven.
 
     Validates the chain on the host first. A chain with transient states and one
     recurrent class is solved on that class (zeros elsewhere). Several recurrent classes
     give :class:`ReducibleChainError`, which lists them (see
-    :func:`stationary_distributions` for one distribution per class).
+    :func:`stationary_distributions` for one distribution per class). Under ``jax.jit`` /
+    ``jax.vmap`` (a traced dense chain) this runs GTH with no host checks and returns the
+    result with ``status`` as an integer array; it never raises there.
 
     Args:
         chain: a :class:`CTMC`, a :class:`DTMC` or a generator matrix (dense or sparse).
@@ -572,9 +538,15 @@ def solve_stationary(chain: Any, *, method: GTH | SparseDirect | SparseIterative
             larger sparse chains) or ``SparseIterative(tol, maxiter)``.
 
     Returns:
-        :class:`StationaryResult` with ``pi``, ``status``, ``residual``
-        (:math:`\\lVert\\pi Q\\rVert_1 / (|\\pi|\\,|Q|)`) and the method's name.
+        :class:`StationaryResult` with ``pi``, ``status`` (``SUCCESS`` only when every
+        probability >= 2.2e-308 is proven within ``error_bound <= rtol``), ``residual``,
+        the method's name, ``error_bound`` and ``log_pi``.
     """
+    m = _method_of(chain)
+    if is_traced(m):
+        if method is not None and not isinstance(method, GTH):
+            raise TypeError("only GTH() runs under jax transformations; sparse solvers run on the host")
+        return _traced_result(m, (method or GTH()).rtol)
     chain = validate_chain(chain)
     method = _pick_method(chain, method)
     classes = recurrent_classes(chain)
@@ -589,10 +561,7 @@ def solve_stationary(chain: Any, *, method: GTH | SparseDirect | SparseIterative
     if len(cls) == chain.n:
         return _solve_irreducible(chain, method)
     sub = _solve_irreducible(_restrict(chain, cls), method)
-    host = np.zeros(chain.n)
-    host[cls] = np.asarray(sub.pi)
-    pi = jnp.asarray(host) if isinstance(chain.matrix, jax.Array) else host
-    return StationaryResult(pi, sub.status, sub.residual, sub.method)
+    return _embed(sub, cls, chain.n, isinstance(chain.matrix, jax.Array))
 
 
 def _show_class(chain, c) -> str:
@@ -601,24 +570,51 @@ def _show_class(chain, c) -> str:
     return "{" + ", ".join(items) + (", ..." if len(c) > 4 else "") + "}"
 
 
+#: Statuses whose answer is returned with a MarkovsimWarning rather than refused.
+_WARN = (Status.UNCERTIFIED,)
+
+
+def _check(result: StationaryResult, where: str):
+    status = Status(int(result.status))
+    if status == Status.SUCCESS:
+        return
+    text = (f"{where}: {status.message} (status {status.name}, residual {float(result.residual):.3g}, "
+            f"error bound {float(result.error_bound):.3g}, method {result.method})")
+    if status in _WARN:
+        hint = ("; pass method=SparseDirect() (certified GTH on the band) or the default"
+                if result.method == "SparseIterative" else
+                "; a larger rtol (e.g. GTH(rtol=1e-4)) accepts the bound shown" if np.isfinite(
+                    float(result.error_bound)) else "")
+        warnings.warn(text + hint, MarkovsimWarning, stacklevel=3)
+        return
+    raise SolverError(text)
+
+
 def stationary_distribution(chain: Any, *, method: GTH | SparseDirect | SparseIterative | None = None):
     """The stationary distribution :math:`\\pi` (row vector, sums to 1).
 
     With a JAX array (or a :class:`CTMC` / :class:`DTMC` holding one) inside ``jax.jit``,
-    ``jax.vmap`` or ``jax.grad`` this is :func:`gth`: no host checks, NaN for a reducible
-    chain. Outside tracing the chain is validated first and a failure raises.
+    ``jax.vmap`` or ``jax.grad`` this is GTH with no host checks: an answer that is not
+    certified (a reducible chain, a probability or a ratio below the float64 range) comes
+    back as NaN, never as a plausible-looking number; :func:`solve_stationary` gives the
+    status. Outside tracing the chain is validated first and a failure raises.
 
     Args:
         chain: a :class:`CTMC`, a :class:`DTMC` or a generator ``Q`` (rates per second).
         method: see :func:`solve_stationary`.
 
     Returns:
-        ``pi``: numpy for numpy or sparse input, JAX for JAX input.
+        ``pi``: numpy for numpy or sparse input, JAX for JAX input. Probabilities below
+        2.2e-308 come out below it (``solve_stationary(...).log_pi`` has them all).
 
     Raises:
         InvalidChainError: the matrix is not a generator / transition matrix.
         ReducibleChainError: several recurrent classes.
-        SolverError: the solver failed (the message gives status and residual).
+        SolverError: no answer, or one whose certificate failed (``UNDERFLOW``); the
+            message gives status, residual, bound and method.
+
+    Warns:
+        MarkovsimWarning: an ``UNCERTIFIED`` answer (small residual, nothing proven).
 
     Example:
         >>> import numpy as np, markovsim
@@ -626,17 +622,15 @@ def stationary_distribution(chain: Any, *, method: GTH | SparseDirect | SparseIt
         >>> markovsim.stationary_distribution(Q).round(6).tolist()
         [0.666667, 0.333333]
     """
-    m = chain.matrix if isinstance(chain, (CTMC, DTMC)) else chain
+    m = _method_of(chain)
     if is_traced(m):
         if method is not None and not isinstance(method, GTH):
             raise TypeError("only GTH() runs under jax transformations; sparse solvers run on the host")
-        return gth(m)
+        pi, bad = _gth_checked(m)
+        status = _traced_status(pi, bad, m.shape[-1], (method or GTH()).rtol)
+        return jnp.where(status == int(Status.SUCCESS), pi, jnp.nan)
     result = solve_stationary(chain, method=method)
-    if result.status != Status.SUCCESS:
-        raise SolverError(
-            f"stationary_distribution: {result.status.message} (status {result.status.name}, "
-            f"residual {result.residual:.3g}, method {result.method})"
-        )
+    _check(result, "stationary_distribution")
     return result.pi
 
 
@@ -645,15 +639,15 @@ def stationary_distributions(chain: Any, *, method: GTH | SparseDirect | SparseI
 
     Row ``c`` is supported on the ``c``-th recurrent class (ordered by smallest state
     index, as :func:`recurrent_classes` returns them). Every stationary distribution of
-    the chain is a convex combination of these rows.
+    the chain is a convex combination of these rows. Each class is solved and checked as
+    :func:`stationary_distribution` does.
     """
     chain = validate_chain(chain)
     method = _pick_method(chain, method)
     out = []
     for cls in recurrent_classes(chain):
         res = _solve_irreducible(_restrict(chain, cls), method)
-        if res.status != Status.SUCCESS:
-            raise SolverError(f"stationary_distributions: class starting at state {int(cls[0])}: {res.status.message}")
+        _check(res, f"stationary_distributions: class starting at state {int(cls[0])}")
         row = np.zeros(chain.n)
         row[cls] = np.asarray(res.pi)
         out.append(row)

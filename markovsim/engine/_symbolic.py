@@ -20,7 +20,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InvalidChainError, InvalidParameterError, ReducibleChainError
+from ._absorption import _never_surely
 from ._chain import CTMC, DTMC
+from ._checks import state_mask
+from ._structure import recurrent_classes
 
 __all__ = ["symbolic_stationary_distribution", "symbolic_mean_time_to_absorption", "to_jax_function"]
 
@@ -95,8 +98,6 @@ def symbolic_stationary_distribution(chain: Any):
         >>> markovsim.symbolic_stationary_distribution(sympy.Matrix([[-a, a], [b, -b]]))
         Matrix([[b/(a + b), a/(a + b)]])
     """
-    from ._structure import recurrent_classes
-
     sympy = _sympy()
     M, _ = _matrix(chain)
     N = M.rows
@@ -162,9 +163,6 @@ def symbolic_mean_time_to_absorption(chain: Any, p0: Sequence[Any], absorbing: A
         >>> markovsim.symbolic_mean_time_to_absorption(Q, [1, 0, 0], [2])
         (3*lambda + mu)/(2*lambda**2)
     """
-    from ._absorption import _never_surely
-    from ._checks import state_mask
-
     sympy = _sympy()
     M, _ = _matrix(chain)
     n = M.rows

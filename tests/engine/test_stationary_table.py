@@ -300,7 +300,11 @@ def sparse_direct(case):
 
 
 def sparse_iterative(case):
-    return ms.stationary_distribution(_wrap(case, sp.csr_matrix(case.M)), method=ms.SparseIterative())
+    """GMRES answers are never certified: status UNCERTIFIED (a warning from the eager
+    wrapper), the values still checked below."""
+    res = ms.solve_stationary(_wrap(case, sp.csr_matrix(case.M)), method=ms.SparseIterative())
+    assert res.status == ms.Status.UNCERTIFIED
+    return res.pi
 
 
 #: (solver, relative tolerance on every component)
@@ -341,7 +345,15 @@ def test_known_chain(path, case):
 @pytest.mark.parametrize("path", list(PATHS))
 def test_binomial_cluster_2000_states(path):
     """The 2,000-state repairable cluster: finite, normalised, every representable
-    probability to 1e-10 relative (1e-290 absolute below the normal range)."""
+    probability to 1e-10 relative (1e-290 absolute below the normal range). Under jit the
+    plain back substitution cannot certify probabilities below 2.6e-290 that take part in
+    it (the smallest here is 1e-2600), so it says UNDERFLOW and returns NaN instead of an
+    unproven answer."""
+    if path == "jax-GTH-jit":
+        res = jax.jit(ms.solve_stationary)(jnp.asarray(BIG.M))
+        assert int(res.status) == ms.Status.UNDERFLOW
+        assert np.isnan(np.asarray(jax_jit(BIG))).all()
+        return
     pi = PATHS[path][0](BIG)
     assert np.isfinite(np.asarray(pi)).all()
     assert abs(float(np.sum(np.asarray(pi))) - 1.0) <= 1e-12
@@ -415,10 +427,18 @@ def test_reducible_chain_refuses_a_unique_distribution(path):
     assert info.value.classes == [[0, 1], [3, 4, 5]]
 
 
+def _solve_host(fn, path, M):
+    """The eager call; the GMRES path warns that its answer is not certified."""
+    if path != "sparse-iterative":
+        return fn(HOST_PATHS[path](M), method=HOST_METHODS[path])
+    with pytest.warns(ms.MarkovsimWarning, match="UNCERTIFIED"):
+        return fn(HOST_PATHS[path](M), method=HOST_METHODS[path])
+
+
 @pytest.mark.parametrize("path", list(HOST_PATHS))
 def test_reducible_chain_one_distribution_per_recurrent_class(path):
     Q, rows = _reducible()
-    got = ms.stationary_distributions(HOST_PATHS[path](Q), method=HOST_METHODS[path])
+    got = _solve_host(ms.stationary_distributions, path, Q)
     assert got.shape == (2, 6)
     for g, e in zip(got, rows):
         assert_componentwise(g, e, 1e-12, f"{path} per-class")
@@ -439,7 +459,7 @@ def test_transient_states_get_zero_probability(path):
     Q = _generator(R)
     inner = exact_stationary(Q[np.ix_([1, 2, 3], [1, 2, 3])])
     exact = [F(0), *inner, F(0)]
-    pi = ms.stationary_distribution(HOST_PATHS[path](Q), method=HOST_METHODS[path])
+    pi = _solve_host(ms.stationary_distribution, path, Q)
     assert_componentwise(pi, exact, 1e-12, path)
 
 
@@ -472,11 +492,13 @@ def _cluster_with_spares(N: int, S: int) -> np.ndarray:
 def test_sparse_solvers_pin_a_well_visited_state(method):
     """585-state cluster-with-spares chain whose least-outflow state has probability
     ~1e-20: pinning it made the pinned system nearly singular and the old solver
-    returned an answer off by 0.33 with status SUCCESS. Compare with GTH."""
+    returned an answer off by 0.33 with status SUCCESS. Compare with GTH. (SparseDirect
+    is now certified GTH on the band here; GMRES still pins, and is UNCERTIFIED.)"""
     Q = _cluster_with_spares(64, 8)
     ref = ms.stationary_distribution(Q, method=ms.GTH())
     res = ms.solve_stationary(sp.csr_matrix(Q), method=method)
-    assert res.status == ms.Status.SUCCESS
+    expected = ms.Status.SUCCESS if isinstance(method, ms.SparseDirect) else ms.Status.UNCERTIFIED
+    assert res.status == expected
     assert res.residual < 1e-12
     np.testing.assert_allclose(res.pi, ref, rtol=0, atol=1e-14)
     if isinstance(method, ms.SparseDirect):
