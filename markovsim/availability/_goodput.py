@@ -239,10 +239,37 @@ def _mean_cost(total, rate):
     return jnp.where(rate == 0.0, 1.0, jnp.sum(total) / safe)  # any positive holding when unreachable
 
 
-_POOL_SECANT_STEPS = 4
+_POOL_STEPS = 40
 #: relative residual of the running share's fixed point above which the result is reported
-#: NOT_CONVERGED (the secant steps usually reach 1e-15)
+#: NOT_CONVERGED (the Illinois steps usually reach 1e-15)
 _POOL_TOL = 1e-9
+
+
+def _illinois(h, _start):
+    """A root of a decreasing ``h`` on [0, 1] with ``h(0) >= 0 >= h(1)`` (Illinois variant
+    of regula falsi: bracketing, superlinear); one evaluation of ``h`` per step."""
+
+    def body(k, st):
+        a, ha, b, hb, side = st
+        # steps 0 and 1 evaluate the ends; then false position with the Illinois halving
+        d = hb - ha
+        guess = jnp.where(d == 0.0, 0.5 * (a + b), (a * hb - b * ha) / jnp.where(d == 0.0, 1.0, d))
+        x = jnp.where(k == 0, 0.0, jnp.where(k == 1, 1.0, jnp.clip(guess, a, b)))
+        hx = h(x)
+        first, second = k == 0, k == 1
+        keep_b = (hx < 0.0) & ~first & ~second  # the root lies in [a, x]
+        keep_a = (hx > 0.0) & ~first & ~second  # the root lies in [x, b]
+        hit = (hx == 0.0) & ~first & ~second
+        a2 = jnp.where(first | keep_a | hit, x, a)
+        ha2 = jnp.where(first | keep_a | hit, hx, jnp.where(keep_b & (side == -1), 0.5 * ha, ha))
+        b2 = jnp.where(second | keep_b | hit, x, b)
+        hb2 = jnp.where(second | keep_b | hit, hx, jnp.where(keep_a & (side == 1), 0.5 * hb, hb))
+        side2 = jnp.where(keep_b, -1, jnp.where(keep_a, 1, side))
+        return a2, ha2, b2, hb2, side2
+
+    zero = jnp.zeros(())
+    a, ha, b, hb, _ = jax.lax.fori_loop(0, _POOL_STEPS, body, (zero, zero, zero + 1.0, zero, jnp.zeros((), jnp.int32)))
+    return jnp.where(jnp.abs(ha) <= jnp.abs(hb), a, b)
 
 
 def _solve(model: AvailabilityModel) -> GoodputResult:
@@ -252,22 +279,13 @@ def _solve(model: AvailabilityModel) -> GoodputResult:
         converged = jnp.array(True)
     else:
         # the pool sees spare-taking faults per second of wall time: the running share s is
-        # a fixed point s = G(s); secant steps on G(s) - s from s = 1 and s = G(1)
-        G = lambda sh: _solve_given(model, sh)[1]  # noqa: E731
-        s0 = jnp.asarray(1.0)
-        s1 = G(s0)
-        h0, h1 = s1 - s0, G(s1) - s1
-
-        def secant(_, st):
-            s0, h0, s1, h1 = st
-            d = h1 - h0
-            s2 = jnp.where(d == 0.0, s1, s1 - h1 * (s1 - s0) / jnp.where(d == 0.0, 1.0, d))
-            s2 = jnp.clip(s2, 1e-300, 1.0)
-            return s1, h1, s2, G(s2) - s2
-
-        _, _, share, _ = jax.lax.fori_loop(0, _POOL_SECANT_STEPS, secant, (s0, h0, s1, h1))
+        # the root of h(s) = G(s) - s in [0, 1] (h(0) >= 0 >= h(1), G decreasing), found by
+        # the Illinois method (bracketing: the simple iteration s <- G(s) oscillates when the
+        # pool saturates) and differentiated implicitly (custom_root)
+        share = jax.lax.custom_root(lambda sh: _solve_given(model, sh)[1] - sh, jnp.asarray(1.0),
+                                    _illinois, lambda g, y: y / g(jnp.ones_like(y)))
         result, last = _solve_given(model, share)
-        converged = jnp.abs(last - share) <= _POOL_TOL * jnp.abs(share)
+        converged = jnp.abs(last - share) <= _POOL_TOL * jnp.maximum(jnp.abs(share), 1e-300)
     return _checked(result, inputs_valid(model), converged)
 
 
