@@ -52,3 +52,7 @@ from ._validate_harness import (  # noqa: E402
 )
 
 __all__ += ["sweep", "CaseResult", "ValidationReport", "case_kinds", "register_case_kind", "validate_cases"]
+
+from ._status import ResultStatus as ResultStatus  # noqa: E402  (domain results' status)
+
+__all__ += ["ResultStatus"]

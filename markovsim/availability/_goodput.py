@@ -31,9 +31,12 @@ job-restart tier it reduces to :func:`markovsim.availability.checkpoint_goodput`
 Assumptions (stated, not hidden): fault clocks run only while the job runs (and during
 the exposed recovery phases); a fault during a pause or an unexposed phase is not
 counted; degraded running is counted as full-speed running plus a pause of the lost
-throughput; the spare pool is a birth-death chain whose arrivals are the spare-taking
-faults per second of wall time (the running share solved as a fixed point by secant steps),
-which ignores that arrivals stop while the job waits.
+throughput; the spare pool is a birth-death chain of nodes in repair whose arrivals are
+the spare-taking faults at their mean rate per second of wall time outside waits for a
+spare (the share of running time there is solved as a fixed point), which treats them as
+Poisson: it ignores that they also stop during the other recoveries. Under heavy pool
+stress (the pool empty for a large share of faults) this is an approximation: the
+random-model cross-check against the twin measures how close.
 """
 
 from __future__ import annotations
@@ -129,29 +132,45 @@ def _one_minus_exp_over(a, length):
     return jnp.where(a == 0.0, length, -jnp.expm1(-safe * length) / safe)
 
 
-def _spare_wait(model: AvailabilityModel, birth_rate):
-    """Expected wait for a spare per spare-taking repair (seconds), and P(pool empty)."""
+def _spare_wait(model: AvailabilityModel, birth_rate, recovery):
+    r"""Expected wait for a spare per spare-taking repair (seconds), and P(pool empty).
+
+    A CTMC over the nodes in repair :math:`k` and the job's phase: ``U`` (running, or down
+    for reasons unrelated to the pool), ``S`` (recovering from a spare-taking fault, the
+    node in hand: no fault arrives, for a mean ``recovery`` seconds) and ``W`` (waiting
+    for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
+    ``birth_rate`` per second of ``U``; repairs at :math:`k\mu`. Keeping the dead time
+    after a spare-taking fault in the chain matters: during it the repairs progress but no
+    fault can take the next spare, which a Poisson stream in wall time misses.
+    """
     pool = model.spares
     if pool is None:
         return jnp.zeros(()), jnp.zeros(())
     s = pool.size
     mu = 1.0 / pool.repair_time
     b = jnp.maximum(birth_rate, 1e-300)
-    n = s + 2  # nodes in repair: 0..s+1 (the job waits while s+1 are out)
+    back = 1.0 / jnp.clip(recovery, 1e-300, 1e300)
+    n = 2 * (s + 1) + 1  # U_0..U_s, S_0..S_s, W
+    U, S_, W = (lambda k: k), (lambda k: s + 1 + k), 2 * (s + 1)
     Q = jnp.zeros((n, n))
-    for k in range(n - 1):
-        Q = Q.at[k, k + 1].set(b)
-        Q = Q.at[k + 1, k].set((k + 1) * mu)
+    for k in range(s + 1):
+        if k > 0:
+            Q = Q.at[U(k), U(k - 1)].set(k * mu)
+            Q = Q.at[S_(k), S_(k - 1)].set(k * mu)
+        Q = Q.at[U(k), S_(k + 1) if k < s else W].set(b)
+        Q = Q.at[S_(k), U(k)].set(back)
+    Q = Q.at[W, S_(s)].set((s + 1) * mu)
     Q = Q - jnp.diag(Q.sum(axis=1))
     pi = stationary_distribution(Q)
-    p_empty = pi[s] / jnp.sum(pi[: s + 1])  # PASTA: an arrival finds the pool empty
+    p_empty = pi[U(s)] / jnp.sum(pi[: s + 1])  # PASTA within U: an arrival finds the pool empty
     return p_empty / ((s + 1) * mu) + pool.activation_time, p_empty
 
 
 def _episodes(model: AvailabilityModel, running_share=1.0):
     r"""Rates and cost components of pauses, in-memory and persistent rollbacks.
 
-    ``running_share`` converts the spare pool's arrivals from running time to wall time.
+    ``running_share`` converts the spare pool's arrivals from running time to the wall time
+    outside waits for a spare.
     Every time cost is returned multiplied by ``scale`` :math:`= e^{-s}`, with :math:`s`
     the largest :math:`\Lambda R_k` of a tier that faults reach: a restart whose expected
     number of attempts :math:`e^{\Lambda R}` overflows stays finite, and the time shares
@@ -194,11 +213,15 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
 
     spare_nodes = _f(model.fault_spare_nodes)
     takes = jnp.array([bool(t.takes_spare) for t in tiers], dtype=float)
-    births = jnp.sum(lam_run * spare_nodes * (E @ takes)) + jnp.sum(lam_pred * spare_nodes)
-    wait, p_empty = _spare_wait(model, births * running_share)
-
     ex = jnp.exp(x - s)
     restore = R * _expm1_over_scaled(x, s)  # (K,)
+    # spare-taking episodes per running second, and their mean downtime besides the wait
+    taking = lam_run[:, None] * spare_nodes[:, None] * E * takes[None, :]  # (M, K)
+    births = jnp.sum(taking) + jnp.sum(lam_pred * spare_nodes)
+    down_scaled = D[None, :] * ex[None, :] + restore[None, :] + failed[:, None]
+    busy = (jnp.sum(taking * down_scaled) / scale + jnp.sum(lam_pred * spare_nodes) * model.migration_time)
+    recovery = jnp.where(births > 0.0, busy / jnp.where(births > 0.0, births, 1.0), 1.0)
+    wait, p_empty = _spare_wait(model, births * running_share, recovery)
     rho = _f(model.fault_degraded_throughput)
     tdet = _f(model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
@@ -231,7 +254,8 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     costs = [jnp.einsum("ikc,k->c", weighted, c) for c in sel]
     step = jnp.sum(flow * (step_loss * sel[0])[None, :])  # unscaled: step time lost per running second
     return dict(h=scale + jnp.sum(pause), pause=pause, lam_m=rates[1], mem=costs[1],
-                lam_p=rates[2], pers=costs[2], Lam=Lam, p_empty=p_empty, wait=wait, scale=scale, step=step)
+                lam_p=rates[2], pers=costs[2], Lam=Lam, p_empty=p_empty, wait=wait, scale=scale, step=step,
+                births=births, recovery=recovery)
 
 
 def _mean_cost(total, rate):
@@ -278,8 +302,8 @@ def _solve(model: AvailabilityModel) -> GoodputResult:
         result, _ = _solve_given(model, 1.0)
         converged = jnp.array(True)
     else:
-        # the pool sees spare-taking faults per second of wall time: the running share s is
-        # the root of h(s) = G(s) - s in [0, 1] (h(0) >= 0 >= h(1), G decreasing), found by
+        # the pool sees spare-taking faults per second of wall time outside its waits: that
+        # share of running time s is the root of h(s) = G(s) - s in [0, 1] (h(0) >= 0 >= h(1), G decreasing), found by
         # the Illinois method (bracketing: the simple iteration s <- G(s) oscillates when the
         # pool saturates) and differentiated implicitly (custom_root)
         share = jax.lax.custom_root(lambda sh: _solve_given(model, sh)[1] - sh, jnp.asarray(1.0),
@@ -304,7 +328,10 @@ def _checked(r: GoodputResult, valid, converged) -> GoodputResult:
 
 
 def _solve_given(model: AvailabilityModel, running_share):
-    r"""Goodput of the semi-Markov renewal process (unchecked), and the running share.
+    r"""Goodput of the semi-Markov renewal process (unchecked), and the share of running
+    time in the wall time not spent waiting for a spare (what scales the spare pool's
+    arrivals: no fault arrives while the job waits, and the pool's chain already stops
+    arrivals in its waiting state).
 
     The embedded jump chain :math:`P` over running segments, in-memory recoveries and
     persistent recoveries is solved with GTH for its stationary vector :math:`\nu`; time
@@ -413,7 +440,14 @@ def _solve_given(model: AvailabilityModel, running_share):
         lost=lost,
         job_mtbf=jnp.where(Lam == 0.0, jnp.inf, 1.0 / safe_lam),
         status=jnp.zeros((), jnp.int32),
-    ), running
+    ), _unrelated_share(running, c[_SPARES] + jnp.minimum(ep["births"] * running * ep["recovery"], 1.0))
+
+
+def _unrelated_share(running, pool_time):
+    """Running time per second of wall time outside the pool's own phases (waits, and
+    recoveries from spare-taking faults)."""
+    rest = 1.0 - pool_time
+    return jnp.clip(jnp.where(rest > 0.0, running / jnp.where(rest > 0.0, rest, 1.0), 1.0), 0.0, 1.0)
 
 
 _solve_jit = jax.jit(_solve)

@@ -146,6 +146,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     cp = model.checkpoint
     has_mem = cp.memory_per_persistent > 0
     L, nxt, reward, fresh, steady, cycle, credit_offset = _segments(model)
+    start = 1  # background: segment 1, the rest of the first segment after the write
     tiers = model.tiers
     K = len(tiers)
     D = jnp.stack([jnp.asarray(t.downtime(), dtype=float) for t in tiers])
@@ -320,8 +321,12 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         return state, None
 
     zero = jnp.zeros(())
+    # every replica starts just after a durable save (a renewal point of the save-to-save
+    # cycles), so its first cycle is like the others and the pooled ratio has no start-up
+    # bias: blocking, at the first segment; background, in the rest of the first segment
+    # after a completed write (starting from a "fresh" segment biased goodput by -1/cycles)
     state = _TwinState(
-        clock=_Clock(zero, zero, jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else fresh), zero,
+        clock=_Clock(zero, zero, jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else start), zero,
                      _Credit(zero, -jnp.ones(()))),
         spares_back=jnp.full((n_slots,), -jnp.inf), interruptions=zero, down=zero,
         snapshot=_Snapshot(zero, zero, -jnp.ones(())), events=jnp.uint32(0))

@@ -270,32 +270,40 @@ def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPl
 
 
 def _warn_unused(plan: RecoveryPlan, modes, entry, rates) -> None:
-    """Warn about tiers that no fault reaches and fault modes that never occur in this job."""
+    """Warn about fault modes that never occur in this job, tiers that no fault reaches, and
+    fault modes sent to the catch-all tier while a tier no mode enters directly looks like
+    the one they name (a renamed tier)."""
     never = [m.name for m, r in zip(modes, rates) if not r > 0]
     if never:
         warnings.warn(
             f"fault modes {never} never occur in this job (rate 0: their component has no units in this "
             "cluster, or a zero rate or share); they are unreachable and change nothing", MarkovsimWarning,
             stacklevel=3)
-    reached = {k for k, r in zip(entry, rates) if r > 0}
+    direct = {k for k, r in zip(entry, rates) if r > 0}
+    reached = set(direct)
     for k, tier in enumerate(plan.tiers):  # fallbacks point up the ladder: one pass in order
         if k in reached and tier.fallback >= 0 and float(tier.coverage) < 1.0:
             reached.add(tier.fallback)
     unused = [t.name for k, t in enumerate(plan.tiers) if k not in reached]
     if unused:
-        absent: dict[str, int] = {}
-        for m in modes:
-            if plan.tier_index(m.tier) is None:
-                absent[m.tier] = absent.get(m.tier, 0) + 1
-        hint = ""
-        if absent:
-            names = ", ".join(f"{t!r} ({n} mode{'s' if n > 1 else ''})" for t, n in absent.items())
-            hint = (f"; fault modes naming tiers the plan lacks went to catch_all "
-                    f"{plan.tiers[plan.catch_all].name!r}: {names} (a renamed tier?)")
         warnings.warn(
             f"recovery plan {plan.name!r}: tiers {unused} are reached by no fault mode (no mode names them "
-            f"and no reached tier falls back to them), so they change nothing{hint}", MarkovsimWarning,
-            stacklevel=3)
+            f"and no reached tier falls back to them), so they change nothing", MarkovsimWarning, stacklevel=3)
+    absent: dict[str, int] = {}
+    for m, r in zip(modes, rates):
+        if r > 0 and plan.tier_index(m.tier) is None:
+            absent[m.tier] = absent.get(m.tier, 0) + 1
+    named = {m.tier for m in modes}
+    # a rung in the middle of the ladder exists to take some faults first; one that no mode
+    # names, while modes name tiers the plan lacks, is most likely a renamed tier
+    orphans = [t.name for k, t in enumerate(plan.tiers)
+               if t.name not in named and k != plan.catch_all and t.fallback >= 0]
+    if absent and orphans:
+        names = ", ".join(f"{t!r} ({n} mode{'s' if n > 1 else ''})" for t, n in absent.items())
+        warnings.warn(
+            f"recovery plan {plan.name!r}: fault modes name tiers the plan lacks and went to catch_all "
+            f"{plan.tiers[plan.catch_all].name!r}: {names}, while the ladder's tiers {orphans} are named by no "
+            "fault mode: a renamed tier? (name it as the fault catalogue does)", MarkovsimWarning, stacklevel=3)
 
 
 def load_model(cluster: str | Path, recovery: str | Path, *, cards: int | None = None) -> AvailabilityModel:
