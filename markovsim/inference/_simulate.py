@@ -74,8 +74,8 @@ def _rate(mean_time):
     return jnp.where(jnp.isfinite(mean_time), 1.0 / mean_time, 0.0)
 
 
-@partial(jax.jit, static_argnames=("K", "E", "spares", "switch", "events", "warmup"))
-def _run(key, p, *, K, E, spares, switch, events, warmup):
+@partial(jax.jit, static_argnames=("K", "spares", "switch", "events", "warmup"))
+def _run(key, p, E, *, K, spares, switch, events, warmup):
     (lam, soft, demand, rps, inflight, retry_cov, retry_t, el_cov, mig_t, reint_t, deg_cap,
      sw_cov, sw_t, man_t, fast_cov, fast_t, slow_t, repair_t) = p
     unlimited = spares < 0
@@ -248,9 +248,9 @@ def simulate_fleet(fleet: Fleet, tiers: RecoveryTiers, *, events: int = 20_000, 
     p = _params(fleet, tiers)
     keys = jax.random.split(jax.random.PRNGKey(seed), replicas)
     spares = -1 if fleet.spare_cards is None else int(fleet.spare_cards)
-    run = partial(_run, K=int(fleet.instances), E=int(fleet.cards_per_instance), spares=spares,
+    run = partial(_run, K=int(fleet.instances), spares=spares,
                   switch=tiers.traffic_switch is not None, events=events, warmup=warmup)
-    out = np.asarray(jax.vmap(run, in_axes=(0, None))(keys, p))
+    out = np.asarray(jax.vmap(run, in_axes=(0, None, None))(keys, p, jnp.asarray(float(fleet.cards_per_instance))))
 
     est = [Estimate.from_samples(out[:, col]) for col in range(5)]
     means = np.array([e.mean for e in est])
