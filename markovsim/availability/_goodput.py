@@ -11,8 +11,8 @@ of interrupting faults (which restart the exposed phases),
 
 .. math::  W + D_k\,e^{\Lambda R_k} + \frac{e^{\Lambda R_k} - 1}{\Lambda},
 
-where :math:`W` is the expected wait for a spare (a birth-death chain of nodes in repair,
-solved with :func:`markovsim.engine.stationary_distribution`). Degrading faults add
+where :math:`W` is the expected wait for a spare (a chain of the nodes in repair and the
+job's phase, solved with :func:`markovsim.engine.stationary_distribution`). Degrading faults add
 :math:`(1 - \rho_i) T_i` for their undetected slow running, elastic tiers
 :math:`(1 - \rho_k) T_k` for the reduced-card running after them.
 
@@ -23,10 +23,24 @@ or the persistent checkpoint restart the segment. The job is then a semi-Markov 
 over running segments (each a deterministic stretch of work and saves, cut short by the
 first rolling-back fault), in-memory recoveries and persistent recoveries. Long-run time
 fractions of a semi-Markov process depend only on its embedded jump chain and the mean
-holding times, so the CTMC with rates :math:`P_{xy} / m_x` has the same time fractions
-and transition frequencies; its stationary distribution gives goodput (completed durable
+holding times: with :math:`\nu` the stationary vector of the jump chain :math:`P`
+(GTH) and :math:`m` the mean holding times, the time share of :math:`x` is
+:math:`\nu_x m_x / \sum_y \nu_y m_y` and completions of :math:`x` happen
+:math:`\nu_x / \sum_y \nu_y m_y` times per second. That gives goodput (completed durable
 work per second) and every lost-time share exactly. With one fault mode and one
 job-restart tier it reduces to :func:`markovsim.availability.checkpoint_goodput`.
+
+**Numerics.** Every time cost is carried multiplied by :math:`e^{-s}`, with :math:`s` the
+largest :math:`\Lambda R_k` of a tier in use, so that a restart whose expected number of
+attempts :math:`e^{\Lambda R}` overflows gives a goodput near 0, not NaN; the shares are
+ratios and do not see the factor. GTH's anchor (the state eliminated last) is the segment
+that makes a checkpoint durable, which every path revisits, so recovery states that no
+fault reaches are transient with probability 0 rather than a zero pivot.
+
+**Checks.** Every result carries a :class:`~markovsim.ResultStatus`: ``INVALID_INPUT``
+(an input outside its domain, seen under ``jit``), ``NON_FINITE``, ``OUT_OF_RANGE`` (a
+share outside [0, 1] or a breakdown that does not sum to 1 within 1e-9) or
+``NOT_CONVERGED`` (the spare pool's fixed point), with NaN values; ``OK`` otherwise.
 
 Assumptions (stated, not hidden): fault clocks run only while the job runs (and during
 the exposed recovery phases); a fault during a pause or an unexposed phase is not

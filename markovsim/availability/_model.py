@@ -157,7 +157,7 @@ class SparePool:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class AvailabilityModel:
-    """Everything the goodput solver needs, as one pytree (rates per second, times in seconds).
+    """Everything the goodput solver needs, as one pytree (rates per second of running, times in seconds).
 
     Build it with :func:`markovsim.availability.build_model` (from a catalogue, a cluster
     and a recovery description) or directly, then call :meth:`validate`.
@@ -167,7 +167,10 @@ class AvailabilityModel:
         fault_names: label of each fault mode.
         fault_tier: index of the first tier of each mode.
         fault_interrupts: whether each mode interrupts the job (else it degrades it).
-        fault_rates: job-level rate of each mode, per second.
+        fault_rates: job-level rate of each mode, per second of *running* (the fault clocks
+            stop while the job is down). Rates counted per wall-clock second (field counts
+            over calendar time) convert with ``markovsim._units.per_running_rate(rate,
+            availability)``; results are per wall-clock time (see :class:`GoodputResult`).
         fault_degraded_throughput: throughput fraction while a degrading mode is undetected.
         fault_detection_time: time until a degrading mode is detected.
         fault_spare_nodes: spare nodes a mode takes when repaired by a ``takes_spare`` tier.

@@ -449,3 +449,18 @@ def test_the_spare_pool_fixed_point_converges_where_the_simple_iteration_oscilla
     assert float(r.lost[4]) > 0.5  # waiting for spares dominates
     twin = simulate(model, replicas=64, horizon=30 * 86400.0, seed=1)
     assert abs(float(r.goodput) - twin.goodput.mean) < 0.05 * twin.goodput.mean + twin.goodput.half_width
+
+
+def test_gradients_through_the_spare_pool_match_finite_differences():
+    # the pool's fixed point is differentiated implicitly (custom_root), not through its steps
+    model = tiered(spares=SparePool(size=1, repair_time=4 * H, activation_time=60.0))
+    s = goodput_sensitivities(model, relative=False)
+    h = 1e-3 * 4 * H
+    up = dataclasses.replace(model, spares=dataclasses.replace(model.spares, repair_time=4 * H + h))
+    dn = dataclasses.replace(model, spares=dataclasses.replace(model.spares, repair_time=4 * H - h))
+    fd = (float(goodput(up)) - float(goodput(dn))) / (2 * h)
+    assert s["spares.repair_time"] == pytest.approx(fd, rel=1e-5)
+    h = 1e-9
+    up = dataclasses.replace(model, fault_rates=model.fault_rates.at[2].add(h))
+    dn = dataclasses.replace(model, fault_rates=model.fault_rates.at[2].add(-h))
+    assert s["fault_rates[card lost]"] == pytest.approx((float(goodput(up)) - float(goodput(dn))) / (2 * h), rel=1e-5)
