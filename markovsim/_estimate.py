@@ -88,7 +88,8 @@ class Estimate:
         a = np.asarray(numerators, dtype=float).ravel()
         b = np.asarray(denominators, dtype=float).ravel()
         if a.shape != b.shape:
-            raise InvalidParameterError(f"numerators {a.shape} and denominators {b.shape}: expected one of each per replica")
+            raise InvalidParameterError(
+                f"numerators {a.shape} and denominators {b.shape}: expected one of each per replica")
         _check(level, len(a))
         if not (b > 0).all():
             raise InvalidParameterError("denominators: expected positive per-replica totals")

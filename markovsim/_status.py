@@ -23,7 +23,7 @@ import numpy as np
 
 from ._errors import InvalidParameterError, MarkovsimWarning, ReducibleChainError, SolverError
 
-__all__ = ["ResultStatus", "check_status"]
+__all__ = ["ResultStatus", "check_status", "caller_stacklevel"]
 
 
 class ResultStatus(enum.IntEnum):
@@ -74,7 +74,17 @@ _ERRORS = {ResultStatus.INVALID_INPUT: InvalidParameterError, ResultStatus.REDUC
            ResultStatus.DOES_NOT_FIT: InvalidParameterError}
 
 
-def check_status(status, *, what: str, detail=None, stacklevel: int = 3) -> None:
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside markovsim (the user's call)."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("markovsim"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def check_status(status, *, what: str, detail=None, stacklevel: int | None = None) -> None:
     """Raise for error statuses and warn for qualifying ones, naming the batch indices.
 
     Args:
@@ -82,7 +92,7 @@ def check_status(status, *, what: str, detail=None, stacklevel: int = 3) -> None
         what: the function's name, for the message.
         detail: optional callable ``detail(index, status) -> str`` adding what went wrong at
             the first failing index (e.g. the field of an invalid input).
-        stacklevel: passed to :func:`warnings.warn`.
+        stacklevel: passed to :func:`warnings.warn`; default: the first caller outside markovsim.
 
     Raises:
         InvalidParameterError, ReducibleChainError, SolverError: for error statuses.
@@ -107,4 +117,4 @@ def check_status(status, *, what: str, detail=None, stacklevel: int = 3) -> None
         msg = f"{what}: {first.message} (status {first.name}){where}{extra}"
         if kind:
             raise _ERRORS.get(first, SolverError)(msg + "; pass throw=False to get the status instead")
-        warnings.warn(msg, MarkovsimWarning, stacklevel=stacklevel)
+        warnings.warn(msg, MarkovsimWarning, stacklevel=stacklevel or caller_stacklevel())

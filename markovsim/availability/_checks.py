@@ -74,6 +74,7 @@ def warn_if_far(what: str, approx, exact, threshold: float, hint: str) -> None:
     import warnings
 
     from .._errors import MarkovsimWarning
+    from .._status import caller_stacklevel
 
     if not (concrete(approx) and concrete(exact)):
         return
@@ -87,4 +88,5 @@ def warn_if_far(what: str, approx, exact, threshold: float, hint: str) -> None:
     i = np.unravel_index(np.nanargmax(np.where(bad, rel, -1.0)), rel.shape)
     where = f" ({int(bad.sum())} of {bad.size} entries; worst at index {tuple(int(j) for j in i)})" if a.ndim else ""
     warnings.warn(f"{what}: {a[i]:.6g} is {rel[i]:.1%} off the exact {e[i]:.6g}{where}, above the "
-                  f"{threshold:.0%} this approximation is trusted to; {hint}", MarkovsimWarning, stacklevel=3)
+                  f"{threshold:.0%} this approximation is trusted to; {hint}", MarkovsimWarning,
+                  stacklevel=caller_stacklevel())

@@ -509,14 +509,21 @@ def analyze(model: AvailabilityModel, *, throw: bool = True) -> GoodputResult:
             shapes, whatever ``throw``).
         SolverError: a result that is not finite or not in [0, 1], with ``throw=True``.
     """
+    return run_checked(model, _solve_jit, _solve_batch, throw=throw, what="analyze",
+                       detail=lambda result, i, st: _invalid_detail(model, i, st))
+
+
+def run_checked(model: AvailabilityModel, single, batch, *, throw: bool, what: str, detail):
+    """The public wrappers' common path: structure checks always, value checks on the host
+    with ``throw`` (named errors), ``single(model)`` or, for a batch of models,
+    ``batch(model)``, then :func:`check_status` on the result with ``throw``."""
     model.check_structure()
     batched = _batched(model)
     if throw and not batched and concrete(model):
         model.validate()
-    result = (_solve_batch if batched else _solve_jit)(model)
+    result = (batch if batched else single)(model)
     if throw and concrete(result.status):
-        check_status(result.status, what="analyze",
-                     detail=lambda i, st: _invalid_detail(model, i, st))
+        check_status(result.status, what=what, detail=lambda i, st: detail(result, i, st))
     return result
 
 

@@ -260,7 +260,8 @@ class AvailabilityModel:
             check_probability(f"{where}.degraded_throughput", tier.degraded_throughput)
             if tier.fallback == -1 and np.any(np.asarray(tier.coverage, dtype=float) != 1.0):
                 raise InvalidParameterError(
-                    f"{where}.coverage={float(np.ravel(tier.coverage)[0])}: a tier without fallback must have coverage 1")
+                    f"{where}.coverage={float(np.ravel(tier.coverage)[0])}: a tier without fallback must have "
+                    "coverage 1")
         cp = self.checkpoint
         check_positive("checkpoint.interval", cp.interval)
         check_nonnegative("checkpoint.save_time", cp.save_time)

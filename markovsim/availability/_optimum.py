@@ -29,9 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._status import ResultStatus, check_status
-from ._checks import concrete
-from ._goodput import _batched, _episodes, _invalid_detail, _solve
+from .._status import ResultStatus
+from ._goodput import _episodes, _invalid_detail, _solve, run_checked
 from ._model import AvailabilityModel, SaveMode, min_background_interval
 
 __all__ = ["IntervalOptimum", "checkpoint_interval_optimum", "optimal_checkpoint_interval"]
@@ -155,7 +154,8 @@ def _bound_detail(model, result: IntervalOptimum, index, status) -> str:
             return (f"the best interval is the smallest feasible one, {tau:.6g} s: a background write must end "
                     f"within the first in-memory segment (interval > memory_per_persistent x "
                     f"(1 - write_interference) x write_time = {feasible:.6g} s), and goodput falls as the interval "
-                    "grows from there; a shorter write or fewer in-memory copies per persistent one would let it shrink")
+                    "grows from there; a shorter write or fewer in-memory copies per persistent one would let it "
+                    "shrink")
         return (f"goodput still rises towards the search's lower end {tau:.6g} s (Young's estimate / 1000): "
                 "check the save costs and fault rates")
     if status == ResultStatus.AT_UPPER_BOUND:
@@ -182,15 +182,8 @@ def checkpoint_interval_optimum(model: AvailabilityModel, *, throw: bool = True)
     Returns:
         :class:`IntervalOptimum`.
     """
-    model.check_structure()
-    batched = _batched(model)
-    if throw and not batched and concrete(model):
-        model.validate()
-    result = (_optimum_batch if batched else _optimum_jit)(model)
-    if throw and concrete(result.status):
-        check_status(result.status, what="checkpoint_interval_optimum", stacklevel=4,
-                     detail=lambda i, st: _bound_detail(model, result, i, st))
-    return result
+    return run_checked(model, _optimum_jit, _optimum_batch, throw=throw, what="checkpoint_interval_optimum",
+                       detail=lambda result, i, st: _bound_detail(model, result, i, st))
 
 
 def optimal_checkpoint_interval(model: AvailabilityModel, *, throw: bool = True):

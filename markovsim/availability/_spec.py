@@ -34,6 +34,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError, MarkovsimWarning, SpecError, check_integer
 from .._spec import Table, load_toml
+from .._status import caller_stacklevel
 from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
 from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
 from ._topology import SCOPES, ClusterShape, FatTree
@@ -278,7 +279,7 @@ def _warn_unused(plan: RecoveryPlan, modes, entry, rates) -> None:
         warnings.warn(
             f"fault modes {never} never occur in this job (rate 0: their component has no units in this "
             "cluster, or a zero rate or share); they are unreachable and change nothing", MarkovsimWarning,
-            stacklevel=3)
+            stacklevel=caller_stacklevel())
     direct = {k for k, r in zip(entry, rates) if r > 0}
     reached = set(direct)
     for k, tier in enumerate(plan.tiers):  # fallbacks point up the ladder: one pass in order
@@ -288,7 +289,8 @@ def _warn_unused(plan: RecoveryPlan, modes, entry, rates) -> None:
     if unused:
         warnings.warn(
             f"recovery plan {plan.name!r}: tiers {unused} are reached by no fault mode (no mode names them "
-            f"and no reached tier falls back to them), so they change nothing", MarkovsimWarning, stacklevel=3)
+            f"and no reached tier falls back to them), so they change nothing", MarkovsimWarning,
+            stacklevel=caller_stacklevel())
     absent: dict[str, int] = {}
     for m, r in zip(modes, rates):
         if r > 0 and plan.tier_index(m.tier) is None:
@@ -303,7 +305,8 @@ def _warn_unused(plan: RecoveryPlan, modes, entry, rates) -> None:
         warnings.warn(
             f"recovery plan {plan.name!r}: fault modes name tiers the plan lacks and went to catch_all "
             f"{plan.tiers[plan.catch_all].name!r}: {names}, while the ladder's tiers {orphans} are named by no "
-            "fault mode: a renamed tier? (name it as the fault catalogue does)", MarkovsimWarning, stacklevel=3)
+            "fault mode: a renamed tier? (name it as the fault catalogue does)", MarkovsimWarning,
+            stacklevel=caller_stacklevel())
 
 
 def load_model(cluster: str | Path, recovery: str | Path, *, cards: int | None = None) -> AvailabilityModel:

@@ -539,7 +539,7 @@ def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: boo
                        "for an accurate result")
     r = dataclasses.replace(r, status=status)
     if throw:
-        check_status(status, what=what, detail=lambda _i, _s: problem, stacklevel=4)
+        check_status(status, what=what, detail=lambda _i, _s: problem)
     return r
 
 

@@ -257,7 +257,8 @@ def _better(a: FrontierPoint, b: FrontierPoint) -> bool:
     return a.availability > b.availability
 
 
-def frontier_optimum(points: Sequence[FrontierPoint], *, throw: bool = True) -> tuple[FrontierPoint | None, ResultStatus]:
+def frontier_optimum(points: Sequence[FrontierPoint], *,
+                     throw: bool = True) -> tuple[FrontierPoint | None, ResultStatus]:
     """The cheapest point of a frontier that meets its target, and where it sits.
 
     The search over sizes is exhaustive over the candidates, but the candidates are a
@@ -284,7 +285,7 @@ def frontier_optimum(points: Sequence[FrontierPoint], *, throw: bool = True) -> 
     elif len(sizes) > 1 and best.cards_per_instance == sizes[-1]:
         status = ResultStatus.AT_UPPER_BOUND
     if throw and status.is_warning:
-        check_status(status, what="frontier_optimum", stacklevel=3, detail=lambda _i, _s: (
+        check_status(status, what="frontier_optimum", detail=lambda _i, _s: (
             f"the cheapest fleet uses E={best.cards_per_instance} cards per instance, an end of the candidate "
             f"sizes {sizes}; sizes beyond it were not tried"))
     return best, status

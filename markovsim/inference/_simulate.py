@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +50,28 @@ class SimulationResult:
     requests_retried_per_day: Estimate
     simulated_time: float
     status: ResultStatus = ResultStatus.OK
+
+
+class _Totals(NamedTuple):
+    """Time integrals and counts a replica accumulates after its warm-up."""
+
+    time: jax.Array  #: seconds
+    slo_down: jax.Array  #: seconds in which some request is lost
+    capacity_short: jax.Array  #: seconds with capacity below demand
+    capacity: jax.Array  #: integral of the serving capacity (instance-seconds)
+    demand_lost: jax.Array  #: integral of the demand lost (instance-seconds)
+    demand_held: jax.Array  #: integral of the demand held on stalled instances
+    retried: jax.Array  #: in-flight requests retried at faults
+    inflight_lost: jax.Array  #: in-flight requests lost at faults
+
+
+class _FleetState(NamedTuple):
+    """What one replica carries from event to event."""
+
+    instances: jax.Array  #: the InstanceState of every instance, shape (K,)
+    free_spares: jax.Array  #: free spare cards
+    key: jax.Array  #: PRNG key
+    totals: _Totals
 
 
 def _params(fleet: Fleet, tiers: RecoveryTiers) -> jnp.ndarray:
@@ -126,8 +149,8 @@ def _run(key, p, E, *, K, spares, switch, events, warmup):
         lost = jnp.where(n_rot > 0, lost_r + live - served, demand)
         return cap, lost, held
 
-    def step(carry, n):
-        inst, f, key, acc = carry
+    def step(state: _FleetState, n):
+        inst, f, key, acc = state
         key, k_t, k_e, k_u1, k_u2 = jax.random.split(key, 5)
         is_up = inst == up
         is_deg = inst == deg
@@ -201,18 +224,23 @@ def _run(key, p, E, *, K, spares, switch, events, warmup):
 
         inst2, f2, retried, lost_i = jax.lax.switch(
             kind, [soft_fault, hard_fault, complete, switched, reintegrate, repair])
-        acc = acc + (n >= warmup) * jnp.array([dt, dt * (lost > 1e-12 * demand), dt * (cap < demand - 1e-12),
-                               dt * cap, dt * lost, dt * held, retried, lost_i])
-        return (inst2, f2, key, acc), None
+        counted = n >= warmup
+        add = _Totals(time=dt, slo_down=dt * (lost > 1e-12 * demand), capacity_short=dt * (cap < demand - 1e-12),
+                      capacity=dt * cap, demand_lost=dt * lost, demand_held=dt * held, retried=retried,
+                      inflight_lost=lost_i)
+        acc = jax.tree_util.tree_map(lambda a, b: a + jnp.where(counted, b, 0.0), acc, add)
+        return _FleetState(inst2, f2, key, acc), None
 
-    inst0 = jnp.zeros(K, dtype=jnp.int32)
-    f0 = jnp.asarray(max(spares, 0), dtype=jnp.int32)
-    (_, _, _, acc), _ = jax.lax.scan(step, (inst0, f0, key, jnp.zeros(8)), jnp.arange(warmup + events))
-    T = acc[0]
+    zero = jnp.zeros(())
+    state = _FleetState(instances=jnp.zeros(K, dtype=jnp.int32),
+                        free_spares=jnp.asarray(max(spares, 0), dtype=jnp.int32), key=key,
+                        totals=_Totals(*([zero] * len(_Totals._fields))))
+    acc = jax.lax.scan(step, state, jnp.arange(warmup + events))[0].totals
+    T = acc.time
     return jnp.array([
-        acc[1] / T, acc[2] / T, acc[3] / T,
-        DAY * (rps * acc[4] + acc[7]) / T,
-        DAY * (rps * acc[5] + acc[6]) / T,
+        acc.slo_down / T, acc.capacity_short / T, acc.capacity / T,
+        DAY * (rps * acc.demand_lost + acc.inflight_lost) / T,
+        DAY * (rps * acc.demand_held + acc.retried) / T,
         T,
     ])
 

@@ -387,7 +387,8 @@ def _bad_models():
         "negative detection": dataclasses.replace(m, tiers=t[:3] + (dataclasses.replace(t[3], detection=-500.0),)),
         "zero bandwidth": dataclasses.replace(m, tiers=t[:2] + (dataclasses.replace(t[2], bandwidth_bytes_per_s=0.0),)
                                               + t[3:]),
-        "degraded throughput 2": dataclasses.replace(m, fault_degraded_throughput=m.fault_degraded_throughput.at[3].set(2.0)),
+        "degraded throughput 2": dataclasses.replace(
+            m, fault_degraded_throughput=m.fault_degraded_throughput.at[3].set(2.0)),
         "predicted 1.5": dataclasses.replace(m, fault_predicted=m.fault_predicted.at[1].set(1.5)),
         "zero interval": dataclasses.replace(m, checkpoint=dataclasses.replace(m.checkpoint, interval=0.0)),
         "negative save": dataclasses.replace(m, checkpoint=dataclasses.replace(m.checkpoint, save_time=-60.0)),
