@@ -57,7 +57,8 @@ def test_fleet_chain_lies_inside_the_twins_interval_for_random_fleets():
         assert exact.status is ResultStatus.OK, (i, exact.status, setup)
         values = _analytic(exact)
         assert all(math.isfinite(v) for v in values.values()), (i, values)
-        twin = inf.simulate_fleet(fleet, tiers, events=20_000, replicas=64, seed=i, throw=False)
+        # 40,000 events after a warm-up of 8,000: heavily loaded fleets forget their start slowly
+        twin = inf.simulate_fleet(fleet, tiers, events=40_000, replicas=64, seed=i, throw=False)
         assert twin.status is ResultStatus.OK, (i, twin.status, setup)
         misses = [f for f in FIGURES if not _agrees(getattr(twin, f), values[f])]
         rows.append((i, misses, values, twin, setup))
