@@ -22,7 +22,7 @@ from markovsim.availability import analyze, simulate
 from .random_models import availability_models
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
-MODELS = 500 if THOROUGH else 6
+MODELS = 500 if THOROUGH else 4
 #: the share of models whose analytic goodput must lie inside the twin's 99 % interval
 COVERAGE = 0.98
 

@@ -22,7 +22,7 @@ from markovsim import inference as inf
 from .random_fleets import fleets
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
-FLEETS = 500 if THOROUGH else 6
+FLEETS = 500 if THOROUGH else 5
 COVERAGE = 0.98
 FIGURES = ("slo_unavailability", "capacity_unavailability", "expected_capacity", "requests_lost_per_day",
            "requests_retried_per_day")
