@@ -147,7 +147,7 @@ def bench_twin(replicas, horizon, simpy_replicas):
     g_simpy = np.mean([w / t for w, t in sims])
     return dict(replicas=replicas, horizon_days=horizon / DAY, compile_s=first - run_s, run_s=run_s,
                 steps_per_s_jax=steps_jax, steps_per_s_simpy=simpy_steps / simpy_s,
-                speedup=steps_jax / (simpy_steps / simpy_s), goodput_twin=r.goodput, goodput_ci=r.goodput_ci,
+                speedup=steps_jax / (simpy_steps / simpy_s), goodput_twin=r.goodput.mean, goodput_ci=r.goodput.ci,
                 goodput_simpy=g_simpy, goodput_exact=float(analyze(model).goodput))
 
 

@@ -62,3 +62,7 @@ def __getattr__(name: str):
                       DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module("markovsim.validate"), name)
     raise AttributeError(f"module 'markovsim' has no attribute {name!r}")
+
+from ._status import ResultStatus as ResultStatus  # noqa: E402  (domain results' status)
+
+__all__ += ["ResultStatus"]

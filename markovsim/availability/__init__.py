@@ -35,9 +35,15 @@ from ._goodput import (
     analyze as analyze,
     goodput as goodput,
     goodput_sensitivities as goodput_sensitivities,
-    optimal_checkpoint_interval as optimal_checkpoint_interval,
     time_to_train as time_to_train,
 )
+from ._optimum import (
+    IntervalOptimum as IntervalOptimum,
+    checkpoint_interval_optimum as checkpoint_interval_optimum,
+    optimal_checkpoint_interval as optimal_checkpoint_interval,
+)
+from .._estimate import Estimate as Estimate
+from .._status import ResultStatus as ResultStatus
 from ._lambertw import lambertw as lambertw
 from ._model import (
     AvailabilityModel as AvailabilityModel,
@@ -46,6 +52,7 @@ from ._model import (
     Rollback as Rollback,
     SaveMode as SaveMode,
     SparePool as SparePool,
+    min_background_interval as min_background_interval,
     single_tier_model as single_tier_model,
 )
 from ._simulate import SimulationResult as SimulationResult, simulate as simulate
@@ -92,7 +99,8 @@ __all__ = [
     # tiered model
     "Rollback", "SaveMode", "RecoveryTier", "CheckpointPolicy", "SparePool", "AvailabilityModel",
     "single_tier_model", "CAUSES", "GoodputResult", "analyze", "goodput", "goodput_sensitivities",
-    "optimal_checkpoint_interval", "time_to_train",
+    "optimal_checkpoint_interval", "time_to_train", "IntervalOptimum", "checkpoint_interval_optimum",
+    "min_background_interval", "ResultStatus", "Estimate",
     # model files
     "RecoveryPlan", "build_model", "load_cluster", "load_faults", "load_model", "load_recovery",
     # Monte-Carlo twin

@@ -11,8 +11,8 @@ of interrupting faults (which restart the exposed phases),
 
 .. math::  W + D_k\,e^{\Lambda R_k} + \frac{e^{\Lambda R_k} - 1}{\Lambda},
 
-where :math:`W` is the expected wait for a spare (a birth-death chain of nodes in repair,
-solved with :func:`markovsim.engine.stationary_distribution`). Degrading faults add
+where :math:`W` is the expected wait for a spare (a chain of the nodes in repair and the
+job's phase, solved with GTH, :func:`markovsim.engine.gth`). Degrading faults add
 :math:`(1 - \rho_i) T_i` for their undetected slow running, elastic tiers
 :math:`(1 - \rho_k) T_k` for the reduced-card running after them.
 
@@ -23,30 +23,50 @@ or the persistent checkpoint restart the segment. The job is then a semi-Markov 
 over running segments (each a deterministic stretch of work and saves, cut short by the
 first rolling-back fault), in-memory recoveries and persistent recoveries. Long-run time
 fractions of a semi-Markov process depend only on its embedded jump chain and the mean
-holding times, so the CTMC with rates :math:`P_{xy} / m_x` has the same time fractions
-and transition frequencies; its stationary distribution gives goodput (completed durable
+holding times: with :math:`\nu` the stationary vector of the jump chain :math:`P`
+(GTH) and :math:`m` the mean holding times, the time share of :math:`x` is
+:math:`\nu_x m_x / \sum_y \nu_y m_y` and completions of :math:`x` happen
+:math:`\nu_x / \sum_y \nu_y m_y` times per second. That gives goodput (completed durable
 work per second) and every lost-time share exactly. With one fault mode and one
 job-restart tier it reduces to :func:`markovsim.availability.checkpoint_goodput`.
+
+**Numerics.** Every time cost is carried multiplied by :math:`e^{-s}`, with :math:`s` the
+largest :math:`\Lambda R_k` of a tier in use, so that a restart whose expected number of
+attempts :math:`e^{\Lambda R}` overflows gives a goodput near 0, not NaN; the shares are
+ratios and do not see the factor. GTH's anchor (the state eliminated last) is the segment
+that makes a checkpoint durable, which every path revisits, so recovery states that no
+fault reaches are transient with probability 0 rather than a zero pivot.
+
+**Checks.** Every result carries a :class:`~markovsim.ResultStatus`: ``INVALID_INPUT``
+(an input outside its domain, seen under ``jit``), ``NON_FINITE``, ``OUT_OF_RANGE`` (a
+share outside [0, 1] or a breakdown that does not sum to 1 within 1e-9) or
+``NOT_CONVERGED`` (the spare pool's fixed point), with NaN values; ``OK`` otherwise.
 
 Assumptions (stated, not hidden): fault clocks run only while the job runs (and during
 the exposed recovery phases); a fault during a pause or an unexposed phase is not
 counted; degraded running is counted as full-speed running plus a pause of the lost
-throughput; the spare pool is a birth-death chain whose arrivals are the spare-taking
-faults per second of wall time (found by a few fixed-point sweeps over the running share),
-which ignores that arrivals stop while the job waits.
+throughput; the spare pool is a birth-death chain of nodes in repair whose arrivals are
+the spare-taking faults at their mean rate per second of wall time outside waits for a
+spare (the share of running time there is solved as a fixed point), which treats them as
+Poisson: it ignores that they also stop during the other recoveries. Under heavy pool
+stress (the pool empty for a large share of faults) this is an approximation: the
+random-model cross-check against the twin measures how close.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .._errors import InvalidParameterError
+from .._status import ResultStatus, check_status
 from .._units import DAY
-from ..engine import stationary_distribution
-from ._model import AvailabilityModel, Rollback, SaveMode
+from ..engine import gth
+from ._checks import concrete
+from ._model import AvailabilityModel, Rollback, SaveMode, inputs_valid
 
 __all__ = [
     "CAUSES",
@@ -54,7 +74,6 @@ __all__ = [
     "analyze",
     "goodput",
     "goodput_sensitivities",
-    "optimal_checkpoint_interval",
     "time_to_train",
 ]
 
@@ -62,6 +81,8 @@ __all__ = [
 CAUSES = ("checkpoint_save", "wasted_progress", "infrastructure_recovery", "restore",
           "waiting_for_spares", "degraded_running")
 _INFRA, _RESTORE, _SPARES, _DEGRADED, _STEP = range(5)
+#: a result is checked to this absolute tolerance (probabilities in [0, 1], breakdown sums to 1)
+_TOL = 1e-9
 
 
 @jax.tree_util.register_dataclass
@@ -69,14 +90,24 @@ _INFRA, _RESTORE, _SPARES, _DEGRADED, _STEP = range(5)
 class GoodputResult:
     """Outputs of :func:`analyze` (fractions of wall-clock time unless stated).
 
+    Conventions: the model's fault rates are per second of *running* (fault clocks stop
+    while the job is down); every output here is per unit of *wall-clock* time, except
+    :attr:`job_mtbf` (running time). ``markovsim._units.per_wall_rate`` /
+    ``per_running_rate`` convert a rate between the two with the availability.
+
     Attributes:
-        goodput: durable useful work per second of wall time, in (0, 1].
-        availability: fraction of time the job runs (computing or saving, maybe degraded).
-        unavailability: fraction of time it is down (recovering or waiting), computed directly.
+        goodput: durable useful work per second of wall time, in [0, 1].
+        availability: fraction of wall time the job runs (computing or saving, maybe degraded).
+        unavailability: fraction of wall time it is down (recovering or waiting), computed directly.
         interruptions_per_day: interrupting faults per day of wall time.
-        lost_work_per_interruption: work thrown away per interruption, seconds.
-        lost: lost-time fractions by cause, in the order of :data:`CAUSES`.
-        job_mtbf: mean running time between interrupting faults, seconds.
+        lost_work_per_interruption: work thrown away per interrupting fault, seconds (``inf``
+            when work is lost but no fault interrupts, 0 when neither).
+        lost: lost-time fractions of wall time by cause, in the order of :data:`CAUSES`;
+            ``goodput + sum(lost) == 1``.
+        job_mtbf: mean running time between interrupting faults, seconds (``inf`` without any).
+        status: :class:`~markovsim.ResultStatus` code (``int32``; one per batch element):
+            ``OK`` when every fraction is finite, in [0, 1] and the breakdown sums to 1;
+            otherwise the values are NaN.
     """
 
     goodput: jnp.ndarray
@@ -86,6 +117,7 @@ class GoodputResult:
     lost_work_per_interruption: jnp.ndarray
     lost: jnp.ndarray
     job_mtbf: jnp.ndarray
+    status: jnp.ndarray
 
     def breakdown(self) -> dict[str, float]:
         """``{"useful": ..., cause: fraction, ...}`` as Python floats (sums to 1)."""
@@ -94,10 +126,18 @@ class GoodputResult:
         return out
 
 
-def _expm1_over(x, scale):
-    """``scale * expm1(x) / x`` with the limit ``scale`` at ``x = 0`` (gradient-safe)."""
-    safe = jnp.where(x == 0.0, 1.0, x)
-    return jnp.where(x == 0.0, scale, scale * jnp.expm1(safe) / safe)
+def _f(x):
+    return jnp.asarray(x, dtype=jnp.result_type(float))
+
+
+def _expm1_over_scaled(x, scale_log):
+    r"""``expm1(x) / x * exp(-scale_log)`` (limit ``exp(-scale_log)`` at 0) for ``0 <= x <= scale_log``
+    or small ``x``, without overflow for large ``x`` (gradient-safe)."""
+    big = x > 1.0
+    xb = jnp.where(big, x, 1.0)
+    xs = jnp.where(big | (x == 0.0), 1.0, x)
+    small = jnp.where(x == 0.0, 1.0, jnp.expm1(xs) / xs) * jnp.exp(-scale_log)
+    return jnp.where(big, (jnp.exp(xb - scale_log) - jnp.exp(-scale_log)) / xb, small)
 
 
 def _one_minus_exp_over(a, length):
@@ -106,80 +146,114 @@ def _one_minus_exp_over(a, length):
     return jnp.where(a == 0.0, length, -jnp.expm1(-safe * length) / safe)
 
 
-def _spare_wait(model: AvailabilityModel, birth_rate):
-    """Expected wait for a spare per spare-taking repair (seconds), and P(pool empty)."""
+def _spare_wait(model: AvailabilityModel, birth_rate, recovery):
+    r"""Expected wait for a spare per spare-taking repair (seconds), and P(pool empty).
+
+    A CTMC over the nodes in repair :math:`k` and the job's phase: ``U`` (running, or down
+    for reasons unrelated to the pool), ``S`` (recovering from a spare-taking fault, the
+    node in hand: no fault arrives, for a mean ``recovery`` seconds) and ``W`` (waiting
+    for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
+    ``birth_rate`` per second of ``U``; repairs at :math:`k\mu`. Keeping the dead time
+    after a spare-taking fault in the chain matters: during it the repairs progress but no
+    fault can take the next spare, which a Poisson stream in wall time misses.
+    """
     pool = model.spares
     if pool is None:
         return jnp.zeros(()), jnp.zeros(())
     s = pool.size
     mu = 1.0 / pool.repair_time
     b = jnp.maximum(birth_rate, 1e-300)
-    n = s + 2  # nodes in repair: 0..s+1 (the job waits while s+1 are out)
+    back = 1.0 / jnp.clip(recovery, 1e-300, 1e300)
+    n = 2 * (s + 1) + 1  # U_0..U_s, S_0..S_s, W
+    U, S_, W = (lambda k: k), (lambda k: s + 1 + k), 2 * (s + 1)
     Q = jnp.zeros((n, n))
-    for k in range(n - 1):
-        Q = Q.at[k, k + 1].set(b)
-        Q = Q.at[k + 1, k].set((k + 1) * mu)
+    for k in range(s + 1):
+        if k > 0:
+            Q = Q.at[U(k), U(k - 1)].set(k * mu)
+            Q = Q.at[S_(k), S_(k - 1)].set(k * mu)
+        Q = Q.at[U(k), S_(k + 1) if k < s else W].set(b)
+        Q = Q.at[S_(k), U(k)].set(back)
+    Q = Q.at[W, S_(s)].set((s + 1) * mu)
     Q = Q - jnp.diag(Q.sum(axis=1))
-    pi = stationary_distribution(Q)
-    p_empty = pi[s] / jnp.sum(pi[: s + 1])  # PASTA: an arrival finds the pool empty
+    # bare GTH: the certified traced solver NaNs a chain whose arrival rate sits at the
+    # 1e-300 floor (the root search probes a zero running share); this chain has at most
+    # 2 s + 3 states, every rate positive on its cycle, and the goodput it feeds is checked
+    pi = gth(Q)
+    p_empty = pi[U(s)] / jnp.sum(pi[: s + 1])  # PASTA within U: an arrival finds the pool empty
     return p_empty / ((s + 1) * mu) + pool.activation_time, p_empty
 
 
 def _episodes(model: AvailabilityModel, running_share=1.0):
-    """Rates and cost components of pauses, in-memory and persistent rollbacks.
+    r"""Rates and cost components of pauses, in-memory and persistent rollbacks.
 
-    ``running_share`` converts the spare pool's arrivals from running time to wall time.
+    ``running_share`` converts the spare pool's arrivals from running time to the wall time
+    outside waits for a spare.
+    Every time cost is returned multiplied by ``scale`` :math:`= e^{-s}`, with :math:`s`
+    the largest :math:`\Lambda R_k` of a tier that faults reach: a restart whose expected
+    number of attempts :math:`e^{\Lambda R}` overflows stays finite, and the time shares
+    (ratios of costs) do not depend on the common factor.
     """
     tiers = model.tiers
     K, M = len(tiers), len(model.fault_names)
-    lam = jnp.asarray(model.fault_rates, dtype=float)
-    q = jnp.asarray(model.fault_predicted, dtype=float)
+    lam = _f(model.fault_rates)
+    q = _f(model.fault_predicted)
     lam_run = lam * (1.0 - q)
     lam_pred = lam * q
     interrupts = jnp.array([bool(x) for x in model.fault_interrupts], dtype=float)
     Lam = jnp.sum(lam_run * interrupts)
     has_mem = model.checkpoint.memory_per_persistent > 0
 
-    D = jnp.stack([jnp.asarray(t.downtime(), dtype=float) for t in tiers])
-    R = jnp.stack([jnp.asarray(t.restart_time(model.cards), dtype=float) for t in tiers])
-    p = jnp.stack([jnp.asarray(t.coverage, dtype=float) for t in tiers])
+    D = jnp.stack([_f(t.downtime()) for t in tiers])
+    R = jnp.stack([_f(t.restart_time(model.cards)) for t in tiers])
+    p = jnp.stack([_f(t.coverage) for t in tiers])
 
     V = jnp.zeros((M, K)).at[jnp.arange(M), jnp.array(model.fault_tier, dtype=int)].set(1.0)
-    failed = jnp.zeros(M)
+    visits = []  # (M,) visits of each tier, final after the pass over the lower tiers
     ends = []
     for k, t in enumerate(tiers):
+        visits.append(V[:, k])
         if t.fallback >= 0:
-            miss = V[:, k] * (1.0 - p[k])
-            V = V.at[:, t.fallback].add(miss)
-            failed = failed + miss * (D[k] + R[k])
+            V = V.at[:, t.fallback].add(V[:, k] * (1.0 - p[k]))
             ends.append(V[:, k] * p[k])
         else:
             ends.append(V[:, k])
     E = jnp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
-
-    spare_nodes = jnp.asarray(model.fault_spare_nodes, dtype=float)
-    takes = jnp.array([bool(t.takes_spare) for t in tiers], dtype=float)
-    births = jnp.sum(lam_run * spare_nodes * (E @ takes)) + jnp.sum(lam_pred * spare_nodes)
-    wait, p_empty = _spare_wait(model, births * running_share)
+    Vis = jnp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
 
     x = Lam * R
-    ex = jnp.exp(x)
-    restore = jax.vmap(_expm1_over)(x, R)  # (K,)
-    rho = jnp.asarray(model.fault_degraded_throughput, dtype=float)
-    tdet = jnp.asarray(model.fault_detection_time, dtype=float)
+    reached = jnp.sum(lam_run[:, None] * Vis, axis=0) > 0.0
+    s = jax.lax.stop_gradient(jnp.maximum(jnp.max(jnp.where(reached, x, 0.0)), 0.0))
+    scale = jnp.exp(-s)
+    x = jnp.where(reached, x, jnp.minimum(x, s))  # tiers no fault reaches weigh 0: keep them finite
+    fails = jnp.stack([(1.0 - p[k]) if t.fallback >= 0 else jnp.zeros(()) for k, t in enumerate(tiers)])
+    failed = Vis @ (fails * (D + R)) * scale  # (M,) lost in failed tiers (whole duration)
+
+    spare_nodes = _f(model.fault_spare_nodes)
+    takes = jnp.array([bool(t.takes_spare) for t in tiers], dtype=float)
+    ex = jnp.exp(x - s)
+    restore = R * _expm1_over_scaled(x, s)  # (K,)
+    # spare-taking episodes per running second, and their mean downtime besides the wait
+    taking = lam_run[:, None] * spare_nodes[:, None] * E * takes[None, :]  # (M, K)
+    births = jnp.sum(taking) + jnp.sum(lam_pred * spare_nodes)
+    down_scaled = D[None, :] * ex[None, :] + restore[None, :] + failed[:, None]
+    busy = (jnp.sum(taking * down_scaled) / scale + jnp.sum(lam_pred * spare_nodes) * model.migration_time)
+    recovery = jnp.where(births > 0.0, busy / jnp.where(births > 0.0, births, 1.0), 1.0)
+    wait, p_empty = _spare_wait(model, births * running_share, recovery)
+    rho = _f(model.fault_degraded_throughput)
+    tdet = _f(model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
-    post_degraded = jnp.stack([jnp.asarray((1.0 - t.degraded_throughput) * t.degraded_time, dtype=float)
-                               for t in tiers])
+    post_degraded = jnp.stack([_f((1.0 - t.degraded_throughput) * t.degraded_time) for t in tiers])
     step_loss = jnp.array([0.5 if t.rollback is Rollback.STEP else 0.0 for t in tiers]) * model.step_time
 
-    # cost components C[i, k, cause] of an episode of mode i that ends at tier k
+    # cost components C[i, k, cause] of an episode of mode i that ends at tier k (scaled)
     comp = jnp.zeros((M, K, 5))
     comp = comp.at[:, :, _INFRA].set(D[None, :] * ex[None, :] + failed[:, None])
     comp = comp.at[:, :, _RESTORE].set(jnp.broadcast_to(restore[None, :], (M, K)))
-    comp = comp.at[:, :, _SPARES].set(wait * spare_nodes[:, None] * takes[None, :])
-    comp = comp.at[:, :, _DEGRADED].set(pre_degraded[:, None] + post_degraded[None, :])
-    comp = comp.at[:, :, _STEP].set(jnp.broadcast_to(step_loss[None, :], (M, K)))
-    weighted = (lam_run[:, None] * E)[:, :, None] * comp  # rate x cost
+    comp = comp.at[:, :, _SPARES].set(wait * scale * spare_nodes[:, None] * takes[None, :])
+    comp = comp.at[:, :, _DEGRADED].set((pre_degraded[:, None] + post_degraded[None, :]) * scale)
+    comp = comp.at[:, :, _STEP].set(jnp.broadcast_to(step_loss[None, :], (M, K)) * scale)
+    flow = lam_run[:, None] * E  # (M, K): rate of episodes of mode i ending at tier k
+    weighted = flow[:, :, None] * comp
 
     def cls(k):
         rb = tiers[k].rollback
@@ -190,13 +264,15 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     classes = [cls(k) for k in range(K)]
     sel = [jnp.array([c == j for c in classes], dtype=float) for j in range(3)]
     pause = jnp.einsum("ikc,k->c", weighted, sel[0])
-    pred = jnp.zeros(5).at[_INFRA].add(jnp.sum(lam_pred) * model.migration_time)
-    pred = pred.at[_SPARES].add(jnp.sum(lam_pred * spare_nodes) * wait)
+    pred = jnp.zeros(5).at[_INFRA].add(jnp.sum(lam_pred) * model.migration_time * scale)
+    pred = pred.at[_SPARES].add(jnp.sum(lam_pred * spare_nodes) * wait * scale)
     pause = pause + pred
-    rates = [jnp.sum(lam_run[:, None] * E * s[None, :]) for s in sel]
-    costs = [jnp.einsum("ikc,k->c", weighted, s) for s in sel]
-    return dict(h=1.0 + jnp.sum(pause), pause=pause, lam_m=rates[1], mem=costs[1],
-                lam_p=rates[2], pers=costs[2], Lam=Lam, p_empty=p_empty, wait=wait)
+    rates = [jnp.sum(flow * c[None, :]) for c in sel]
+    costs = [jnp.einsum("ikc,k->c", weighted, c) for c in sel]
+    step = jnp.sum(flow * (step_loss * sel[0])[None, :])  # unscaled: step time lost per running second
+    return dict(h=scale + jnp.sum(pause), pause=pause, lam_m=rates[1], mem=costs[1],
+                lam_p=rates[2], pers=costs[2], Lam=Lam, p_empty=p_empty, wait=wait, scale=scale, step=step,
+                births=births, recovery=recovery)
 
 
 def _mean_cost(total, rate):
@@ -204,19 +280,83 @@ def _mean_cost(total, rate):
     return jnp.where(rate == 0.0, 1.0, jnp.sum(total) / safe)  # any positive holding when unreachable
 
 
-def _solve(model: AvailabilityModel):
+_POOL_STEPS = 40
+#: relative residual of the running share's fixed point above which the result is reported
+#: NOT_CONVERGED (the Illinois steps usually reach 1e-15)
+_POOL_TOL = 1e-9
+
+
+def _illinois(h, _start):
+    """A root of a decreasing ``h`` on [0, 1] with ``h(0) >= 0 >= h(1)`` (Illinois variant
+    of regula falsi: bracketing, superlinear); one evaluation of ``h`` per step."""
+
+    def body(k, st):
+        a, ha, b, hb, side = st
+        # steps 0 and 1 evaluate the ends; then false position with the Illinois halving
+        d = hb - ha
+        guess = jnp.where(d == 0.0, 0.5 * (a + b), (a * hb - b * ha) / jnp.where(d == 0.0, 1.0, d))
+        x = jnp.where(k == 0, 0.0, jnp.where(k == 1, 1.0, jnp.clip(guess, a, b)))
+        hx = h(x)
+        first, second = k == 0, k == 1
+        keep_b = (hx < 0.0) & ~first & ~second  # the root lies in [a, x]
+        keep_a = (hx > 0.0) & ~first & ~second  # the root lies in [x, b]
+        hit = (hx == 0.0) & ~first & ~second
+        a2 = jnp.where(first | keep_a | hit, x, a)
+        ha2 = jnp.where(first | keep_a | hit, hx, jnp.where(keep_b & (side == -1), 0.5 * ha, ha))
+        b2 = jnp.where(second | keep_b | hit, x, b)
+        hb2 = jnp.where(second | keep_b | hit, hx, jnp.where(keep_a & (side == 1), 0.5 * hb, hb))
+        side2 = jnp.where(keep_b, -1, jnp.where(keep_a, 1, side))
+        return a2, ha2, b2, hb2, side2
+
+    zero = jnp.zeros(())
+    a, ha, b, hb, _ = jax.lax.fori_loop(0, _POOL_STEPS, body, (zero, zero, zero + 1.0, zero, jnp.zeros((), jnp.int32)))
+    return jnp.where(jnp.abs(ha) <= jnp.abs(hb), a, b)
+
+
+def _solve(model: AvailabilityModel) -> GoodputResult:
+    """The checked result (status and NaN-fill) for one model; jit/vmap/grad-safe."""
     if model.spares is None:
-        return _solve_given(model, 1.0)[0]
-    # the pool sees spare-taking faults per second of wall time: a few fixed-point sweeps
-    share = jax.lax.fori_loop(0, _POOL_SWEEPS - 1, lambda _, sh: _solve_given(model, sh)[1],
-                              jnp.asarray(1.0))
-    return _solve_given(model, share)[0]
+        result, _ = _solve_given(model, 1.0)
+        converged = jnp.array(True)
+    else:
+        # the pool sees spare-taking faults per second of wall time outside its waits: that
+        # share of running time s is the root of h(s) = G(s) - s in [0, 1] (h(0) >= 0 >= h(1), G decreasing), found by
+        # the Illinois method (bracketing: the simple iteration s <- G(s) oscillates when the
+        # pool saturates) and differentiated implicitly (custom_root)
+        share = jax.lax.custom_root(lambda sh: _solve_given(model, sh)[1] - sh, jnp.asarray(1.0),
+                                    _illinois, lambda g, y: y / g(jnp.ones_like(y)))
+        result, last = _solve_given(model, share)
+        converged = jnp.abs(last - share) <= _POOL_TOL * jnp.maximum(jnp.abs(share), 1e-300)
+    return _checked(result, inputs_valid(model), converged)
 
 
-_POOL_SWEEPS = 5
+def _checked(r: GoodputResult, valid, converged) -> GoodputResult:
+    fractions = jnp.concatenate([jnp.stack([r.goodput, r.availability, r.unavailability]), r.lost])
+    finite = jnp.all(jnp.isfinite(fractions)) & jnp.isfinite(r.interruptions_per_day)
+    in_range = (jnp.all((fractions >= -_TOL) & (fractions <= 1.0 + _TOL))
+                & (jnp.abs(r.goodput + jnp.sum(r.lost) - 1.0) <= _TOL) & (r.interruptions_per_day >= 0.0))
+    status = jnp.select([~valid, ~finite, ~in_range, ~converged],
+                        [ResultStatus.INVALID_INPUT, ResultStatus.NON_FINITE, ResultStatus.OUT_OF_RANGE,
+                         ResultStatus.NOT_CONVERGED], ResultStatus.OK).astype(jnp.int32)
+    ok = status == ResultStatus.OK
+    nan_fill = lambda v: jnp.where(ok, v, jnp.nan)  # noqa: E731
+    return dataclasses.replace(jax.tree_util.tree_map(nan_fill, dataclasses.replace(r, status=None)),
+                               status=status)
 
 
 def _solve_given(model: AvailabilityModel, running_share):
+    r"""Goodput of the semi-Markov renewal process (unchecked), and the share of running
+    time in the wall time not spent waiting for a spare (what scales the spare pool's
+    arrivals: no fault arrives while the job waits, and the pool's chain already stops
+    arrivals in its waiting state).
+
+    The embedded jump chain :math:`P` over running segments, in-memory recoveries and
+    persistent recoveries is solved with GTH for its stationary vector :math:`\nu`; time
+    shares are :math:`\nu_x m_x / \sum_y \nu_y m_y` with :math:`m` the mean holding times.
+    The last state (GTH's anchor) is the segment that makes a checkpoint durable, which
+    every path revisits: states that no fault reaches (no rollback tier in use) are then
+    transient with probability 0, not a zero pivot.
+    """
     ep = _episodes(model, running_share)
     cp = model.checkpoint
     n = max(cp.memory_per_persistent, 1)
@@ -224,12 +364,11 @@ def _solve_given(model: AvailabilityModel, running_share):
     background = cp.save_mode is SaveMode.BACKGROUND
     tau_m = cp.interval / n
     c_m = cp.memory_save_time if has_mem else 0.0
-    lam_m, lam_p, h = ep["lam_m"], ep["lam_p"], ep["h"]
+    lam_m, lam_p, h, scale = ep["lam_m"], ep["lam_p"], ep["h"], ep["scale"]
     a = lam_m + lam_p
 
     # running states: (name, length, work part at the start, interference share, next, reward)
     run = []
-    last = f"S{n - 1}"
     for j in range(n):
         length = tau_m + c_m + (cp.save_time if j == n - 1 else 0.0)
         nxt = f"S{j + 1}" if j < n - 1 else ("S0a" if background else "S0")
@@ -242,55 +381,55 @@ def _solve_given(model: AvailabilityModel, running_share):
             run.append(("S0", length, tau_m, 0.0, nxt0, False))  # fresh, after a persistent rollback
         else:
             run.append((f"S{j}", length, tau_m, 0.0, nxt, (not background) and j == n - 1))
-    del last
-    names = ["F"] + ([f"M_{r[0]}" for r in run] if has_mem else []) + [r[0] for r in run]
-    idx = {s: i for i, s in enumerate(names)}
+    anchor = "S0a" if background else f"S{n - 1}"
+    names = ["F"] + ([f"M_{r[0]}" for r in run] if has_mem else []) + [r[0] for r in run if r[0] != anchor]
+    names.append(anchor)
+    idx = {st: i for i, st in enumerate(names)}
     N = len(names)
     P = jnp.zeros((N, N))
-    hold = jnp.zeros(N)
-    rec_m = _mean_cost(ep["mem"], lam_m)
-    rec_p = _mean_cost(ep["pers"], lam_p)
-    hold = hold.at[idx["F"]].set(rec_p)
+    hold = jnp.zeros(N)  # mean holding times, scaled
+    ell = jnp.zeros(N)  # running time per visit (running states), unscaled
+    work = jnp.zeros(N)
+    saving = jnp.zeros(N)
+    reward = jnp.zeros(N)
+    hold = hold.at[idx["F"]].set(_mean_cost(ep["pers"], lam_p))
     P = P.at[idx["F"], idx["S0"]].set(1.0)
-    reward_flow = []
-    work_frac, save_frac = {}, {}
     safe_a = jnp.where(a == 0.0, 1.0, a)
-    for name, length, work, interf, nxt, reward in run:
+    for name, length, wpart, interf, nxt, rewarded in run:
         i = idx[name]
         surv = jnp.exp(-a * length)
         hit = -jnp.expm1(-a * length)
-        hold = hold.at[i].set(h * _one_minus_exp_over(a, length))
-        P = P.at[i, idx[nxt]].set(surv)
+        ell_i = _one_minus_exp_over(a, length)
+        ell = ell.at[i].set(ell_i)
+        hold = hold.at[i].set(h * ell_i)
+        P = P.at[i, idx[nxt]].add(surv)
         P = P.at[i, idx["F"]].add(jnp.where(a == 0.0, 0.0, lam_p / safe_a) * hit)
         if has_mem:
             P = P.at[i, idx[f"M_{name}"]].set(jnp.where(a == 0.0, 0.0, lam_m / safe_a) * hit)
-            hold = hold.at[idx[f"M_{name}"]].set(rec_m)
+            hold = hold.at[idx[f"M_{name}"]].set(_mean_cost(ep["mem"], lam_m))
             P = P.at[idx[f"M_{name}"], i].set(1.0)
         # share of the running time of an attempt spent in its work part
-        wf = _one_minus_exp_over(a, work) / _one_minus_exp_over(a, length)
-        work_frac[name] = wf * (1.0 - interf)
-        save_frac[name] = 1.0 - wf + wf * interf
-        if reward:
-            reward_flow.append((i, surv))
-    Q = P / hold[:, None]
-    Q = Q - jnp.diag(jnp.sum(Q, axis=1))
-    pi = stationary_distribution(Q)
-    freq = sum(pi[i] * s / hold[i] for i, s in reward_flow)
-    good = freq * cp.interval
-
-    run_wall = sum(pi[idx[r[0]]] for r in run)
-    running = run_wall / h
-    work_time = sum(pi[idx[r[0]]] * work_frac[r[0]] for r in run) / h
-    save_time = sum(pi[idx[r[0]]] * save_frac[r[0]] for r in run) / h
-    pause_time = run_wall - running
+        wf = _one_minus_exp_over(a, wpart) / ell_i
+        work = work.at[i].set(ell_i * wf * (1.0 - interf))
+        saving = saving.at[i].set(ell_i * (1.0 - wf + wf * interf))
+        if rewarded:
+            reward = reward.at[i].set(surv)
+    nu = gth(P)  # reads the off-diagonal entries: self-loops (one segment per interval) drop out
+    T = nu @ hold
+    L_run = nu @ ell
+    good = cp.interval * scale * (nu @ reward) / T
+    running = scale * L_run / T
+    work_time = scale * (nu @ work) / T
+    save_time = scale * (nu @ saving) / T
 
     def split(total, weight):
         s = jnp.sum(weight)
         return total * jnp.where(s == 0.0, 0.0, weight / jnp.where(s == 0.0, 1.0, s))
 
-    pause_c = split(pause_time, ep["pause"])
-    mem_c = split(sum(pi[idx[f"M_{r[0]}"]] for r in run) if has_mem else 0.0, ep["mem"])
-    pers_c = split(pi[idx["F"]], ep["pers"])
+    pause_c = ep["pause"] * L_run / T
+    mem_rows = jnp.array([st.startswith("M_") for st in names], dtype=float)
+    mem_c = split((nu * mem_rows) @ hold / T, ep["mem"]) if has_mem else jnp.zeros(5)
+    pers_c = split(nu[idx["F"]] * hold[idx["F"]] / T, ep["pers"])
     c = pause_c + mem_c + pers_c
     lost = jnp.stack([
         save_time,
@@ -301,8 +440,14 @@ def _solve_given(model: AvailabilityModel, running_share):
         c[_DEGRADED],
     ])
     unavailability = c[_INFRA] + c[_RESTORE] + c[_SPARES]
-    interruptions = ep["Lam"] * running
-    lost_work = (work_time - good + c[_STEP]) / jnp.where(interruptions == 0.0, 1.0, interruptions)
+    Lam = ep["Lam"]
+    interruptions = Lam * running
+    # per interruption: the common factor scale / T cancels (no underflow)
+    num = (nu @ work - cp.interval * (nu @ reward)) + ep["step"] * L_run
+    den = Lam * L_run
+    lost_work = jnp.where(den > 0.0, num / jnp.where(den > 0.0, den, 1.0),
+                          jnp.where(num > 0.0, jnp.inf, 0.0))
+    safe_lam = jnp.where(Lam == 0.0, 1.0, Lam)
     return GoodputResult(
         goodput=good,
         availability=1.0 - unavailability,
@@ -310,64 +455,124 @@ def _solve_given(model: AvailabilityModel, running_share):
         interruptions_per_day=interruptions * DAY,
         lost_work_per_interruption=lost_work,
         lost=lost,
-        job_mtbf=1.0 / ep["Lam"],
-    ), running
+        job_mtbf=jnp.where(Lam == 0.0, jnp.inf, 1.0 / safe_lam),
+        status=jnp.zeros((), jnp.int32),
+    ), _unrelated_share(running, c[_SPARES] + jnp.minimum(ep["births"] * running * ep["recovery"], 1.0))
+
+
+def _unrelated_share(running, pool_time):
+    """Running time per second of wall time outside the pool's own phases (waits, and
+    recoveries from spare-taking faults)."""
+    rest = 1.0 - pool_time
+    return jnp.clip(jnp.where(rest > 0.0, running / jnp.where(rest > 0.0, rest, 1.0), 1.0), 0.0, 1.0)
 
 
 _solve_jit = jax.jit(_solve)
+_solve_batch = jax.jit(jax.vmap(_solve))
 
 
-def analyze(model: AvailabilityModel) -> GoodputResult:
+def _batched(model: AvailabilityModel) -> bool:
+    return jnp.ndim(model.fault_rates) == 2
+
+
+def _element(model: AvailabilityModel, index):
+    return jax.tree_util.tree_map(lambda v: np.asarray(v)[index], model)
+
+
+def _invalid_detail(model: AvailabilityModel, index, status) -> str:
+    """Name the field of an invalid input at ``index`` (host check of that element)."""
+    if status != ResultStatus.INVALID_INPUT or not concrete(model):
+        return ""
+    try:
+        (_element(model, index) if index else model).validate()
+    except InvalidParameterError as exc:
+        return str(exc)
+    return ""
+
+
+def analyze(model: AvailabilityModel, *, throw: bool = True) -> GoodputResult:
     """Goodput, availability, interruptions per day and the lost-time breakdown.
 
     Args:
-        model: the availability model (validated on the host when its values are concrete).
+        model: the availability model; or a batch of models, every numeric leaf with one
+            leading batch axis (e.g. ``jax.tree_util.tree_map(lambda *v: jnp.stack(v), *models)``),
+            solved with ``jax.vmap``.
+        throw: if true (default), a concrete model is validated on the host first (an
+            :class:`~markovsim.InvalidParameterError` names the field) and a result that
+            fails its checks raises after the computation, naming the batch indices. If
+            false, nothing is raised for values: check :attr:`GoodputResult.status`.
+            Under ``jit`` / ``vmap`` / ``grad`` nothing can be raised either way: the status
+            says what went wrong and the values are NaN.
 
     Returns:
-        A :class:`GoodputResult` (JAX scalars; works under ``jax.vmap`` over models).
+        A :class:`GoodputResult` (JAX scalars, or arrays over the batch).
+
+    Raises:
+        InvalidParameterError: a bad input (or a bad structure: fallbacks, tier indices,
+            shapes, whatever ``throw``).
+        SolverError: a result that is not finite or not in [0, 1], with ``throw=True``.
     """
-    _maybe_validate(model)
-    return _solve_jit(model)
+    return run_checked(model, _solve_jit, _solve_batch, throw=throw, what="analyze",
+                       detail=lambda result, i, st: _invalid_detail(model, i, st))
 
 
-def _maybe_validate(model):
-    from ._checks import concrete
-
-    if concrete(model):
+def run_checked(model: AvailabilityModel, single, batch, *, throw: bool, what: str, detail):
+    """The public wrappers' common path: structure checks always, value checks on the host
+    with ``throw`` (named errors), ``single(model)`` or, for a batch of models,
+    ``batch(model)``, then :func:`check_status` on the result with ``throw``."""
+    model.check_structure()
+    batched = _batched(model)
+    if throw and not batched and concrete(model):
         model.validate()
+    result = (batch if batched else single)(model)
+    if throw and concrete(result.status):
+        check_status(result.status, what=what, detail=lambda i, st: detail(result, i, st))
+    return result
 
 
-def goodput(model: AvailabilityModel):
+def goodput(model: AvailabilityModel, *, throw: bool = True):
     """Long-run goodput (durable useful work per second of wall time) of ``model``.
 
     Differentiable: ``jax.grad(goodput)(model)`` gives its derivative with respect to
     every numeric input (fault rates, tier phases, coverages, checkpoint settings).
+    ``throw`` as in :func:`analyze`; NaN where the result failed its checks.
     """
-    _maybe_validate(model)
-    return _solve_jit(model).goodput
+    return analyze(model, throw=throw).goodput
 
 
 def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) -> dict[str, float]:
     r"""Derivative of goodput with respect to every numeric input, by name.
 
+    The model's fault rates are inputs of their own, so ``cards`` alone moves only the
+    communication set-up that grows with the job (its sensitivity is tiny). The effect of
+    the job's size is reported as ``"job size (fault rates ∝ cards)"``: every fault rate
+    scaled in proportion to the cards along with them, :math:`\sum_i \partial \ln G/\partial
+    \ln \lambda_i + \partial \ln G / \partial \ln N` (exact for per-card components, the
+    first-order effect of a job whose fault rates grow linearly with it).
+
     Args:
-        model: the availability model.
+        model: the availability model (validated on the host).
         relative: if true, the elasticity :math:`\partial \ln G / \partial \ln x`
             (the % change of goodput per % change of the input); else :math:`\partial G/\partial x`
-            in goodput per unit of the input (per second, per (1/s), ...).
+            in goodput per unit of the input (per second, per (1/s), per card, ...).
 
     Returns:
         ``{"fault_rates[optical single lane]": ..., "tiers[job restart].detection": ..., ...}``.
+        An input held at infinity (a tier's bandwidth without state to move) is left out.
     """
-    _maybe_validate(model)
+    analyze(model)  # validates and checks the value
     g, grads = _value_and_grad(model)
     out: dict[str, float] = {}
     names = model.fault_names
+    elasticity: dict[str, float] = {}
 
     def add(label, value, d):
-        value, d = jnp.asarray(value), jnp.asarray(d)
-        s = d * value / g if relative else d
-        out[label] = float(s)
+        value, d = float(jnp.asarray(value)), float(jnp.asarray(d))
+        if not np.isfinite(value):
+            return
+        e = 0.0 if d == 0.0 else d * value / float(g)
+        elasticity[label] = e
+        out[label] = e if relative else d
 
     for field in ("fault_rates", "fault_degraded_throughput", "fault_detection_time", "fault_spare_nodes",
                   "fault_predicted"):
@@ -385,65 +590,18 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
             add(f"spares.{f}", getattr(model.spares, f), getattr(grads.spares, f))
     for f in ("cards", "migration_time", "step_time"):
         add(f, getattr(model, f), getattr(grads, f))
+    size = sum(elasticity[f"fault_rates[{nm}]"] for nm in names) + elasticity["cards"]
+    out["job size (fault rates ∝ cards)"] = size if relative else size * float(g) / float(model.cards)
     return out
 
 
 _value_and_grad = jax.jit(jax.value_and_grad(lambda m: _solve(m).goodput))
 
 
-def _with_interval(model, interval):
-    cp = dataclasses.replace(model.checkpoint, interval=interval)
-    return dataclasses.replace(model, checkpoint=cp)
-
-
-@jax.jit
-def _optimal_interval(model):
-    ep = _episodes(model)
-    rate = jnp.maximum(ep["lam_m"] + ep["lam_p"], 1e-12)
-    cp = model.checkpoint
-    cost = jnp.maximum(cp.save_time + cp.memory_save_time, 1e-3)
-    guess = jnp.sqrt(2.0 * cost / rate)
-    lo = jnp.log(guess) - math.log(1e3)
-    hi = jnp.log(guess) + math.log(1e3)
-    if cp.save_mode is SaveMode.BACKGROUND:
-        n = max(cp.memory_per_persistent, 1)
-        lo = jnp.maximum(lo, jnp.log(2.0 * n * (1.0 - cp.write_interference) * cp.write_time + 1e-9))
-    f = lambda s: -_solve(_with_interval(model, jnp.exp(s))).goodput  # noqa: E731
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-
-    def body(_, state):
-        a, b, c, d, fc, fd = state
-        left = fc < fd
-        a2 = jnp.where(left, a, c)
-        b2 = jnp.where(left, d, b)
-        c2 = b2 - g * (b2 - a2)
-        d2 = a2 + g * (b2 - a2)
-        x_new = jnp.where(left, c2, d2)
-        f_new = f(x_new)
-        fc2 = jnp.where(left, f_new, fd)
-        fd2 = jnp.where(left, fc, f_new)
-        return a2, b2, jnp.where(left, c2, d), jnp.where(left, c, d2), fc2, fd2
-
-    c0 = hi - g * (hi - lo)
-    d0 = lo + g * (hi - lo)
-    a, b, *_ = jax.lax.fori_loop(0, 90, body, (lo, hi, c0, d0, f(c0), f(d0)))
-    return jnp.exp(0.5 * (a + b))
-
-
-def optimal_checkpoint_interval(model: AvailabilityModel):
-    """The persistent checkpoint interval (seconds of work) that maximises the goodput of
-    the whole tiered model (golden-section search on :math:`\\log \\tau`, in JAX).
-
-    The in-memory level keeps its ``memory_per_persistent`` ratio.
-    """
-    _maybe_validate(model)
-    return _optimal_interval(model)
-
-
-def time_to_train(model: AvailabilityModel, work):
+def time_to_train(model: AvailabilityModel, work, *, throw: bool = True):
     """Expected wall time (seconds) to complete ``work`` seconds of failure-free training.
 
     In the long run (``work`` much larger than a checkpoint interval) this is
     ``work / goodput``.
     """
-    return jnp.asarray(work, dtype=float) / goodput(model)
+    return jnp.asarray(work, dtype=float) / goodput(model, throw=throw)

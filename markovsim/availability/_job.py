@@ -31,7 +31,8 @@ from typing import Callable
 from .._errors import SpecError
 from .._io import ModelKind, Reference, Table, base_of, label, load_with, reads_document, reference
 from ._faults import FaultCatalogue
-from ._goodput import CAUSES, analyze, optimal_checkpoint_interval
+from ._goodput import CAUSES, analyze
+from ._optimum import optimal_checkpoint_interval
 from ._model import AvailabilityModel
 from ._spec import (CLUSTER_REFERENCES, RecoveryPlan, build_model, cluster_from_document,
                     recovery_from_document)

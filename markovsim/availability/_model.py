@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from typing import Sequence
 
 import jax
@@ -29,6 +30,8 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability
 
 __all__ = [
+    "inputs_valid",
+    "min_background_interval",
     "Rollback",
     "SaveMode",
     "RecoveryTier",
@@ -76,7 +79,8 @@ class RecoveryTier:
         comm_setup_base: fixed part of the communication set-up.
         comm_setup_per_card: set-up seconds added per card of the job.
         state_bytes: state to move or load (bytes).
-        bandwidth_bytes_per_s: bandwidth of that transfer (bytes per second).
+        bandwidth_bytes_per_s: bandwidth of that transfer (bytes per second); required
+            (finite) when ``state_bytes > 0``, and ``inf`` (no transfer) by default.
         compile: graph compilation and warm-up.
         coverage: probability that the tier succeeds.
         degraded_time: running time at reduced throughput after the tier (elastic).
@@ -93,7 +97,7 @@ class RecoveryTier:
     comm_setup_base: float = 0.0
     comm_setup_per_card: float = 0.0
     state_bytes: float = 0.0
-    bandwidth_bytes_per_s: float = 1.0
+    bandwidth_bytes_per_s: float = math.inf
     compile: float = 0.0
     coverage: float = 1.0
     degraded_time: float = 0.0
@@ -153,7 +157,7 @@ class SparePool:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class AvailabilityModel:
-    """Everything the goodput solver needs, as one pytree (rates per second, times in seconds).
+    """Everything the goodput solver needs, as one pytree (rates per second of running, times in seconds).
 
     Build it with :func:`markovsim.availability.build_model` (from a catalogue, a cluster
     and a recovery description) or directly, then call :meth:`validate`.
@@ -163,7 +167,10 @@ class AvailabilityModel:
         fault_names: label of each fault mode.
         fault_tier: index of the first tier of each mode.
         fault_interrupts: whether each mode interrupts the job (else it degrades it).
-        fault_rates: job-level rate of each mode, per second.
+        fault_rates: job-level rate of each mode, per second of *running* (the fault clocks
+            stop while the job is down). Rates counted per wall-clock second (field counts
+            over calendar time) convert with ``markovsim._units.per_running_rate(rate,
+            availability)``; results are per wall-clock time (see :class:`GoodputResult`).
         fault_degraded_throughput: throughput fraction while a degrading mode is undetected.
         fault_detection_time: time until a degrading mode is detected.
         fault_spare_nodes: spare nodes a mode takes when repaired by a ``takes_spare`` tier.
@@ -192,6 +199,11 @@ class AvailabilityModel:
 
     def validate(self) -> "AvailabilityModel":
         """Check every value on the host; raise :class:`InvalidParameterError` naming the field."""
+        return self.check_structure()._check_values()
+
+    def check_structure(self) -> "AvailabilityModel":
+        """Check what does not depend on numeric values (counts, shapes, the ladder's links);
+        raises :class:`InvalidParameterError`. Runs under ``jit`` too (it reads no leaf values)."""
         m = len(self.fault_names)
         k = len(self.tiers)
         if k == 0:
@@ -201,15 +213,9 @@ class AvailabilityModel:
                 raise InvalidParameterError(f"{name}: expected {m} entries (one per fault mode)")
         for name in ("fault_rates", "fault_degraded_throughput", "fault_detection_time",
                      "fault_spare_nodes", "fault_predicted"):
-            v = np.asarray(getattr(self, name), dtype=float)
-            if v.shape != (m,):
-                raise InvalidParameterError(f"{name}: expected shape ({m},), got {v.shape}")
-        check_positive("cards", self.cards)
-        check_nonnegative("fault_rates", self.fault_rates, unit="per second")
-        check_probability("fault_degraded_throughput", self.fault_degraded_throughput)
-        check_nonnegative("fault_detection_time", self.fault_detection_time, unit="s")
-        check_nonnegative("fault_spare_nodes", self.fault_spare_nodes)
-        check_probability("fault_predicted", self.fault_predicted)
+            shape = jnp.shape(getattr(self, name))
+            if shape[-1:] != (m,):
+                raise InvalidParameterError(f"{name}: expected shape ({m},), got {shape}")
         for i, t in enumerate(self.fault_tier):
             if not 0 <= int(t) < k:
                 raise InvalidParameterError(
@@ -218,45 +224,112 @@ class AvailabilityModel:
             where = f"tiers[{i}] ({tier.name})"
             if not isinstance(tier.rollback, Rollback):
                 raise InvalidParameterError(f"{where}.rollback={tier.rollback!r}: expected a Rollback")
-            for f in ("detection", "isolation", "rescheduling", "comm_setup_base", "comm_setup_per_card",
-                      "state_bytes", "compile", "degraded_time"):
-                check_nonnegative(f"{where}.{f}", getattr(tier, f))
-            check_positive(f"{where}.bandwidth_bytes_per_s", tier.bandwidth_bytes_per_s)
-            check_probability(f"{where}.coverage", tier.coverage)
-            check_probability(f"{where}.degraded_throughput", tier.degraded_throughput)
             if tier.fallback == i:
                 raise InvalidParameterError(f"{where}.fallback={i}: a tier cannot escalate to itself")
             if tier.fallback != -1 and not i < tier.fallback < k:
                 raise InvalidParameterError(
                     f"{where}.fallback={tier.fallback}: expected a higher tier index in [{i + 1}, {k - 1}] "
                     f"(escalation goes up the ladder) or -1 for none")
-            if tier.fallback == -1 and float(tier.coverage) != 1.0:
-                raise InvalidParameterError(
-                    f"{where}.coverage={float(tier.coverage)}: a tier without fallback must have coverage 1")
-        cp = self.checkpoint
-        if cp is None:
+        if self.checkpoint is None:
             raise InvalidParameterError("checkpoint=None: expected a CheckpointPolicy")
+        if not isinstance(self.checkpoint.save_mode, SaveMode):
+            raise InvalidParameterError(f"checkpoint.save_mode={self.checkpoint.save_mode!r}: expected a SaveMode")
+        check_integer("checkpoint.memory_per_persistent", self.checkpoint.memory_per_persistent, minimum=0)
+        if self.spares is not None:
+            check_integer("spares.size", self.spares.size, minimum=0)
+        return self
+
+    def _check_values(self) -> "AvailabilityModel":
+        check_positive("cards", self.cards)
+        check_nonnegative("fault_rates", self.fault_rates, unit="per second")
+        check_probability("fault_degraded_throughput", self.fault_degraded_throughput)
+        check_nonnegative("fault_detection_time", self.fault_detection_time, unit="s")
+        check_nonnegative("fault_spare_nodes", self.fault_spare_nodes)
+        check_probability("fault_predicted", self.fault_predicted)
+        for i, tier in enumerate(self.tiers):
+            where = f"tiers[{i}] ({tier.name})"
+            for f in ("detection", "isolation", "rescheduling", "comm_setup_base", "comm_setup_per_card",
+                      "state_bytes", "compile", "degraded_time"):
+                check_nonnegative(f"{where}.{f}", getattr(tier, f))
+            bw = np.asarray(tier.bandwidth_bytes_per_s, dtype=float)
+            if np.any(np.isnan(bw) | (bw <= 0)) or (np.any(np.isinf(bw)) and np.any(np.asarray(tier.state_bytes) > 0)):
+                raise InvalidParameterError(
+                    f"{where}.bandwidth_bytes_per_s={float(np.ravel(bw)[0])!r}: expected a finite positive "
+                    f"bandwidth (bytes per second) for its state_bytes={float(np.ravel(tier.state_bytes)[0])!r}")
+            check_probability(f"{where}.coverage", tier.coverage)
+            check_probability(f"{where}.degraded_throughput", tier.degraded_throughput)
+            if tier.fallback == -1 and np.any(np.asarray(tier.coverage, dtype=float) != 1.0):
+                raise InvalidParameterError(
+                    f"{where}.coverage={float(np.ravel(tier.coverage)[0])}: a tier without fallback must have "
+                    "coverage 1")
+        cp = self.checkpoint
         check_positive("checkpoint.interval", cp.interval)
         check_nonnegative("checkpoint.save_time", cp.save_time)
         check_nonnegative("checkpoint.write_time", cp.write_time)
         check_probability("checkpoint.write_interference", cp.write_interference)
-        check_integer("checkpoint.memory_per_persistent", cp.memory_per_persistent, minimum=0)
         check_nonnegative("checkpoint.memory_save_time", cp.memory_save_time)
-        n = max(cp.memory_per_persistent, 1)
-        if cp.save_mode is SaveMode.BACKGROUND:
-            if not (1 - float(cp.write_interference)) * float(cp.write_time) < float(cp.interval) / n:
-                raise InvalidParameterError(
-                    f"checkpoint.write_time={float(cp.write_time)}: a background write must end within the first "
-                    f"in-memory segment ({float(cp.interval) / n} s of work)")
         if cp.save_mode is SaveMode.BACKGROUND:
             check_positive("checkpoint.write_time", cp.write_time)
+            n = max(cp.memory_per_persistent, 1)
+            low = np.asarray(min_background_interval(cp), dtype=float)
+            if not np.all(low < np.asarray(cp.interval, dtype=float)):
+                raise InvalidParameterError(
+                    f"checkpoint.interval={float(np.ravel(cp.interval)[0])!r}: a background write of "
+                    f"{float(np.ravel(cp.write_time)[0])} s must end within the first in-memory segment "
+                    f"({n} segment(s) per interval), so the interval must exceed "
+                    f"memory_per_persistent x (1 - write_interference) x write_time = {float(np.ravel(low)[0])} s")
         if self.spares is not None:
-            check_integer("spares.size", self.spares.size, minimum=0)
             check_positive("spares.repair_time", self.spares.repair_time)
             check_nonnegative("spares.activation_time", self.spares.activation_time)
         check_nonnegative("migration_time", self.migration_time)
         check_positive("step_time", self.step_time)
         return self
+
+
+def min_background_interval(cp: CheckpointPolicy):
+    """The smallest feasible interval of a background save: the write (stretched by its
+    interference) must end within the first in-memory segment,
+    ``interval > max(memory_per_persistent, 1) * (1 - write_interference) * write_time``."""
+    return max(cp.memory_per_persistent, 1) * (1.0 - cp.write_interference) * cp.write_time
+
+
+def inputs_valid(model: AvailabilityModel):
+    """The value checks of :meth:`AvailabilityModel.validate` as one JAX boolean (jit-safe):
+    true when every numeric input lies in its domain. NaN fails every check."""
+    f = lambda x: jnp.asarray(x, dtype=jnp.result_type(float))  # noqa: E731
+
+    def nonneg(x):
+        x = f(x)
+        return jnp.all(jnp.isfinite(x) & (x >= 0.0))
+
+    def pos(x):
+        x = f(x)
+        return jnp.all(jnp.isfinite(x) & (x > 0.0))
+
+    def prob(x):
+        x = f(x)
+        return jnp.all((x >= 0.0) & (x <= 1.0))
+
+    checks = [pos(model.cards), nonneg(model.fault_rates), prob(model.fault_degraded_throughput),
+              nonneg(model.fault_detection_time), nonneg(model.fault_spare_nodes), prob(model.fault_predicted),
+              nonneg(model.migration_time), pos(model.step_time)]
+    for t in model.tiers:
+        checks += [nonneg(getattr(t, name)) for name in ("detection", "isolation", "rescheduling", "comm_setup_base",
+                                                         "comm_setup_per_card", "state_bytes", "compile",
+                                                         "degraded_time")]
+        bw = f(t.bandwidth_bytes_per_s)
+        checks += [jnp.all((bw > 0.0) & (jnp.isfinite(bw) | (f(t.state_bytes) == 0.0))),
+                   prob(t.coverage), prob(t.degraded_throughput)]
+        if t.fallback == -1:
+            checks.append(jnp.all(f(t.coverage) == 1.0))
+    cp = model.checkpoint
+    checks += [pos(cp.interval), nonneg(cp.save_time), nonneg(cp.write_time), prob(cp.write_interference),
+               nonneg(cp.memory_save_time)]
+    if cp.save_mode is SaveMode.BACKGROUND:
+        checks += [pos(cp.write_time), jnp.all(f(min_background_interval(cp)) < f(cp.interval))]
+    if model.spares is not None:
+        checks += [pos(model.spares.repair_time), nonneg(model.spares.activation_time)]
+    return jnp.all(jnp.stack(checks))
 
 
 def single_tier_model(interval, save_time, mtbf, restart_time, downtime=0.0) -> AvailabilityModel:

@@ -22,13 +22,15 @@ is simulated rather than approximated by a birth-death chain.
 from __future__ import annotations
 
 import dataclasses
-import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, SolverError, check_integer, check_positive
+from .._estimate import Estimate
+from .._status import ResultStatus
 from .._random import uniforms
 from .._units import DAY
 from ._model import AvailabilityModel, Rollback, SaveMode
@@ -39,33 +41,69 @@ _RNG = "threefry2x32"  # counter-based, reproducible across backends
 _CHUNK = 8  # events per scan chunk inside the run-until-done loop
 _PREDRAWN = 3  # exposed-phase attempts drawn with the event (more go to a loop)
 _DRAWS = 6 + _PREDRAWN  # uniforms per event before the tiers' coverage draws
-_Z99 = 2.5758293035489004  # two-sided 99 % normal quantile
+#: the twin refuses models whose recoveries need more than about e^this attempts each
+_MAX_LOG_ATTEMPTS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
 class SimulationResult:
-    """Estimates from :func:`simulate`, with 99 % confidence intervals over replicas.
+    """Estimates from :func:`simulate`, each an :class:`~markovsim.availability.Estimate`
+    (mean, standard error and 99 % confidence interval over the replicas).
 
     Attributes:
         goodput: durable work / wall time pooled over replicas, each replica stopped at its
             first durable save after the horizon.
-        goodput_ci: ``(low, high)`` 99 % confidence interval of ``goodput``.
         unavailability: fraction of wall time spent down (recovering or waiting), pooled.
-        unavailability_ci: its 99 % confidence interval.
-        interruptions_per_day: interrupting faults per day, pooled.
-        interruptions_per_day_ci: its 99 % confidence interval.
+        interruptions_per_day: interrupting faults per day of wall time, pooled.
         replica_goodput: per-replica goodput, shape ``(replicas,)``.
         replica_steps: simulated steps (wall time / dt) summed over replicas.
+        status: :class:`~markovsim.ResultStatus`: ``OK`` when every replica completed a
+            durable checkpoint and every estimate is finite and within [0, 1];
+            ``NOT_CONVERGED`` when a replica completed none (lengthen the horizon).
     """
 
-    goodput: float
-    goodput_ci: tuple[float, float]
-    unavailability: float
-    unavailability_ci: tuple[float, float]
-    interruptions_per_day: float
-    interruptions_per_day_ci: tuple[float, float]
+    goodput: Estimate
+    unavailability: Estimate
+    interruptions_per_day: Estimate
     replica_goodput: np.ndarray
     replica_steps: float
+    status: ResultStatus = ResultStatus.OK
+
+
+class _Credit(NamedTuple):
+    """The goodput estimator's stopping point: the first durable save at or after the horizon."""
+
+    work: jax.Array  #: durable work then (seconds)
+    time: jax.Array  #: its wall time (-1 until reached)
+
+
+class _Snapshot(NamedTuple):
+    """The other estimators' stopping point: the first fault event that starts after the horizon."""
+
+    down: jax.Array  #: wall time spent down until then
+    interruptions: jax.Array  #: interrupting faults until then
+    time: jax.Array  #: its wall time (-1 until reached)
+
+
+class _Clock(NamedTuple):
+    """Where a replica stands in its checkpoint schedule."""
+
+    time: jax.Array  #: wall time (seconds)
+    work: jax.Array  #: durable work credited so far (seconds)
+    segment: jax.Array  #: index of the running segment
+    position: jax.Array  #: running time already spent in it
+    credit: _Credit
+
+
+class _TwinState(NamedTuple):
+    """The state one replica carries from fault event to fault event."""
+
+    clock: _Clock
+    spares_back: jax.Array  #: return time of each spare slot (-inf: free)
+    interruptions: jax.Array  #: interrupting faults so far
+    down: jax.Array  #: wall time spent down so far
+    snapshot: _Snapshot
+    events: jax.Array  #: fault events drawn (the counter of the random stream)
 
 
 def _segments(model: AvailabilityModel):
@@ -108,6 +146,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     cp = model.checkpoint
     has_mem = cp.memory_per_persistent > 0
     L, nxt, reward, fresh, steady, cycle, credit_offset = _segments(model)
+    start = 1  # background: segment 1, the rest of the first segment after the write
     tiers = model.tiers
     K = len(tiers)
     D = jnp.stack([jnp.asarray(t.downtime(), dtype=float) for t in tiers])
@@ -156,21 +195,20 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         slots = jnp.where(empty, slots.at[first].set(-jnp.inf), slots)
         return slots, wait + pool.activation_time
 
-    def advance(state, g):
+    def advance(clock: _Clock, g) -> _Clock:
         """Run g seconds (running time) through the checkpoint schedule.
 
-        ``rec`` = (work, time) at the first durable save at or after the horizon: the
-        estimator stops there (a stopping time of the save-to-save cycles). Later saves
+        ``clock.credit`` = (work, time) at the first durable save at or after the horizon:
+        the estimator stops there (a stopping time of the save-to-save cycles). Later saves
         inside the same fault-free gap are not counted: they are known to be fault-free.
         """
-        t, work, seg, x, rec = state
 
         def cond(c):
-            t, work, seg, x, rec, g = c
-            return g >= L[seg] - x
+            clock, g = c
+            return g >= L[clock.segment] - clock.position
 
         def body(c):
-            t, work, seg, x, (rec_w, rec_t), g = c
+            (t, work, seg, x, (rec_w, rec_t)), g = c
             # whole steady cycles at once; credits at t + (k - 1) cycle + offset, k = 1..ncyc
             at_start = (seg == steady) & (x == 0.0)
             ncyc = jnp.where(at_start, jnp.floor(g / cycle), 0.0)
@@ -193,26 +231,29 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
             rec_t = jnp.where(hit, t, rec_t)
             seg2 = jnp.where(done, nxt[seg], seg)
             x = jnp.where(done, 0.0, x)
-            return t, work, seg2, x, (rec_w, rec_t), g
+            return _Clock(t, work, seg2, x, _Credit(rec_w, rec_t)), g
 
-        t, work, seg, x, rec, g = jax.lax.while_loop(cond, body, (t, work, seg, x, rec, g))
-        return t + g, work, seg, x + g, rec
+        clock, g = jax.lax.while_loop(cond, body, (clock, g))
+        return clock._replace(time=clock.time + g, position=clock.position + g)
 
-    def event(carry, _):
-        t, work, seg, x, rec, slots, n_int, down, ev, count = carry
+    def event(state: _TwinState, _):
+        t = state.clock.time
+        slots, count = state.spares_back, state.events
         # stop once both estimators have their stopping point: the first durable save at or
         # after the horizon (goodput) and the first event that starts after it (the rest)
-        ev = jax.tree_util.tree_map(lambda new, old: jnp.where((t >= horizon) & (ev[2] < 0), new, old),
-                                    (down, n_int, t), ev)
-        active = (rec[1] < 0) | (ev[2] < 0)
-        carry = (t, work, seg, x, rec, slots, n_int, down, ev, count)
+        take = (t >= horizon) & (state.snapshot.time < 0)
+        snap = jax.tree_util.tree_map(lambda new, old: jnp.where(take, new, old),
+                                      _Snapshot(state.down, state.interruptions, t), state.snapshot)
+        state = state._replace(snapshot=snap)
+        active = running(state)
         # one block of Philox draws per event, keyed by the replica and the event's number
         # (the draws dominate the cost); uniforms in (0, 1), never 0
         uni = uniforms(key_words, count, _DRAWS + K)
         u, u_mode, u_pred, u_spare, u_step, u_spare2 = (uni[j] for j in range(6))
         steps = jnp.floor(jnp.log(u) / (-lam_all * dt)) + 1.0
         g = steps * dt
-        t1, work1, seg1, x1, rec1 = advance((t, work, seg, x, rec), g)
+        clock1 = advance(state.clock, g)
+        t1 = clock1.time
 
         i = jnp.minimum(jnp.searchsorted(cum, u_mode * cum[-1]), len(model.fault_names) - 1)
         predicted = u_pred < q[i]
@@ -271,29 +312,36 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         slots_new = jnp.where(predicted, jnp.where(spare[i], slots_p, slots),
                               jnp.where(use_spare, slots_r, slots))
         rb = jnp.where(predicted, 0, code[final])
-        seg2 = jnp.where(rb == 3, fresh, seg1)
-        x2 = jnp.where(rb >= 2, 0.0, x1)
+        clock2 = clock1._replace(time=t1 + cost, segment=jnp.where(rb == 3, fresh, clock1.segment),
+                                 position=jnp.where(rb >= 2, 0.0, clock1.position))
         counted = (~predicted) & interrupts[i]
 
-        new = (t1 + cost, work1, seg2, x2, rec1, slots_new, n_int + counted, down + down_add, ev, count + 1)
-        carry = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, carry)
-        return carry, None
+        new = _TwinState(clock2, slots_new, state.interruptions + counted, state.down + down_add, snap, count + 1)
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, state)
+        return state, None
 
-    slots0 = jnp.full((n_slots,), -jnp.inf)
-    carry = (jnp.zeros(()), jnp.zeros(()), jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else fresh),
-             jnp.zeros(()), (jnp.zeros(()), -jnp.ones(())), slots0, jnp.zeros(()), jnp.zeros(()),
-             (jnp.zeros(()), jnp.zeros(()), -jnp.ones(())), jnp.uint32(0))
+    zero = jnp.zeros(())
+    # every replica starts just after a durable save (a renewal point of the save-to-save
+    # cycles), so its first cycle is like the others and the pooled ratio has no start-up
+    # bias: blocking, at the first segment; background, in the rest of the first segment
+    # after a completed write (starting from a "fresh" segment biased goodput by -1/cycles)
+    state = _TwinState(
+        clock=_Clock(zero, zero, jnp.array(steady if cp.save_mode is SaveMode.BLOCKING else start), zero,
+                     _Credit(zero, -jnp.ones(()))),
+        spares_back=jnp.full((n_slots,), -jnp.inf), interruptions=zero, down=zero,
+        snapshot=_Snapshot(zero, zero, -jnp.ones(())), events=jnp.uint32(0))
+
     # scan over chunks of events, until this replica has both stopping points (under vmap:
     # until the slowest replica has them; finished replicas are masked)
-    def running(c):
-        return (c[4][1] < 0) | (c[8][2] < 0)
+    def running(state: _TwinState):
+        return (state.clock.credit.time < 0) | (state.snapshot.time < 0)
 
-    def chunk(c):
-        return jax.lax.scan(event, c, None, length=_CHUNK)[0]
+    def chunk(state):
+        return jax.lax.scan(event, state, None, length=_CHUNK)[0]
 
-    carry = jax.lax.while_loop(running, chunk, carry)
-    t, work, seg, x, rec, slots, n_int, down, ev, _ = carry
-    return dict(t=t, work=rec[0], t_credit=rec[1], n_int=ev[1], down=ev[0], t_event=ev[2])
+    state = jax.lax.while_loop(running, chunk, state)
+    return dict(t=state.clock.time, work=state.clock.credit.work, t_credit=state.clock.credit.time,
+                n_int=state.snapshot.interruptions, down=state.snapshot.down, t_event=state.snapshot.time)
 
 
 @jax.jit
@@ -301,21 +349,8 @@ def _run(model, keys, horizon, dt):
     return jax.vmap(lambda k: _simulate_one(model, k, horizon, dt))(keys)
 
 
-def _ratio_ci(num, den):
-    """Pooled ratio sum(num) / sum(den) over replicas with its 99 % delta-method interval.
-
-    The pooled ratio is consistent for the long-run rate (renewal-reward); the mean of
-    per-replica ratios carries an O(1 / cycles) bias.
-    """
-    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    r = float(num.sum() / den.sum())
-    resid = num - r * den
-    half = _Z99 * float(resid.std(ddof=1)) / (math.sqrt(len(num)) * float(den.mean()))
-    return r, (r - half, r + half)
-
-
 def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 30 * DAY,
-             dt: float | None = None, seed: int = 0) -> SimulationResult:
+             dt: float | None = None, seed: int = 0, throw: bool = True) -> SimulationResult:
     """Simulate ``replicas`` independent runs of ``horizon`` seconds of wall time.
 
     Args:
@@ -324,9 +359,17 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
         horizon: wall time per run, seconds (e.g. ``30 * markovsim.DAY``).
         dt: step length, seconds (default ``model.step_time``); faults land on step ends.
         seed: PRNG seed.
+        throw: if true, raise :class:`~markovsim.SolverError` when a replica completed no
+            durable checkpoint (lengthen the horizon); if false, return the status.
 
     Returns:
-        A :class:`SimulationResult` with means and 99 % confidence intervals.
+        A :class:`SimulationResult` with pooled estimates and 99 % confidence intervals
+        (:meth:`Estimate.from_ratio`: renewal-reward ratios over the replicas).
+
+    Raises:
+        InvalidParameterError: a bad model or argument, or a model the twin cannot finish:
+            exposed recovery phases so long against the fault rate that a recovery needs
+            about :math:`e^{\\Lambda R}` attempts.
     """
     model.validate()
     replicas = check_integer("replicas", replicas, minimum=2)
@@ -336,17 +379,38 @@ def simulate(model: AvailabilityModel, *, replicas: int = 256, horizon: float = 
     lam_all = float(np.sum(np.asarray(model.fault_rates)))
     if lam_all <= 0:
         raise InvalidParameterError("fault_rates: all zero; nothing to simulate (goodput is the save overhead)")
+    lam = np.asarray(model.fault_rates, dtype=float) * (1.0 - np.asarray(model.fault_predicted, dtype=float))
+    lam_int = float(np.sum(lam * np.array(model.fault_interrupts, dtype=float)))
+    for tier in model.tiers:
+        attempts = lam_int * float(tier.restart_time(model.cards))
+        if attempts > _MAX_LOG_ATTEMPTS:
+            raise InvalidParameterError(
+                f"tiers ({tier.name}).restart_time={float(tier.restart_time(model.cards)):.6g} s: with interrupting "
+                f"faults at {lam_int:.6g} per second a recovery needs about e^{attempts:.3g} attempts; the twin "
+                f"simulates each one and would not finish (expected at most e^{_MAX_LOG_ATTEMPTS}); the analytic "
+                "goodput (analyze) handles it")
     keys = jax.random.split(jax.random.key(seed, impl=_RNG), replicas)
     out = _run(model, keys, float(horizon), float(dt))
     t = np.asarray(out["t"])
     work, t_credit = np.asarray(out["work"]), np.asarray(out["t_credit"])
-    if (work == 0).any():
-        raise SolverError("simulate: a replica completed no durable checkpoint; lengthen the horizon")
-    g = work / t_credit
-    gm, gci = _ratio_ci(work, t_credit)
+    status = ResultStatus.OK
+    if (work == 0).any() or not (t_credit > 0).all():
+        status = ResultStatus.NOT_CONVERGED
+        if throw:
+            bad = np.flatnonzero(work == 0)[:10].tolist()
+            raise SolverError(f"simulate: replicas {bad} completed no durable checkpoint (status NOT_CONVERGED); "
+                              "lengthen the horizon, or pass throw=False for the status")
+        t_credit = np.where(t_credit > 0, t_credit, 1.0)
     t_event = np.asarray(out["t_event"])
-    um, uci = _ratio_ci(np.asarray(out["down"]), t_event)
-    im, ici = _ratio_ci(np.asarray(out["n_int"]) * DAY, t_event)
-    return SimulationResult(goodput=gm, goodput_ci=gci, unavailability=um, unavailability_ci=uci,
-                            interruptions_per_day=im, interruptions_per_day_ci=ici,
-                            replica_goodput=g, replica_steps=float(t.sum() / dt))
+    g = Estimate.from_ratio(work, t_credit)
+    u = Estimate.from_ratio(np.asarray(out["down"]), t_event)
+    i = Estimate.from_ratio(np.asarray(out["n_int"]) * DAY, t_event)
+    fractions = np.array([g.mean, u.mean])
+    if status is ResultStatus.OK and not (np.isfinite(fractions).all() and np.isfinite(i.mean)):
+        status = ResultStatus.NON_FINITE
+    elif status is ResultStatus.OK and not ((fractions >= 0).all() and (fractions <= 1).all() and i.mean >= 0):
+        status = ResultStatus.OUT_OF_RANGE
+    if throw and status is not ResultStatus.OK:
+        raise SolverError(f"simulate: {status.message} (status {status.name})")
+    return SimulationResult(goodput=g, unavailability=u, interruptions_per_day=i,
+                            replica_goodput=work / t_credit, replica_steps=float(t.sum() / dt), status=status)

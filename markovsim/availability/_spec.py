@@ -25,13 +25,16 @@ tests for the shipped files):
 from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
 from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import InvalidParameterError, SpecError
+from .._errors import InvalidParameterError, MarkovsimWarning, SpecError, check_integer
 from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
+from .._status import caller_stacklevel
 from ._keydocs import KEY_DOCS
 from ._faults import BlastRadius, Component, Effect, FaultCatalogue, FaultMode, mode_rates
 from ._model import AvailabilityModel, CheckpointPolicy, RecoveryTier, Rollback, SaveMode, SparePool
@@ -192,14 +195,21 @@ def recovery_from_document(doc: dict, *, where: str = "recovery", base: Path | N
                 raise SpecError(f"{t.where}.fallback={fb_name!r}: escalation must go up the ladder "
                                 f"(list tiers from the lightest to the heaviest)")
         phases = {p: t.quantity(p, "time", 0.0) for p in _PHASES}
+        state = t.quantity("state", "data", 0.0)
+        # a state to move needs the bandwidth it moves at: no default (1 B/s was a silent 12-day restart)
+        try:
+            bandwidth = t.quantity("bandwidth", "bandwidth", ... if state > 0 else math.inf, strictly_positive=True)
+        except SpecError as exc:
+            raise SpecError(f"{exc} (the tier moves state = {state:.6g} bytes; give the bandwidth it moves at, "
+                            f"e.g. bandwidth = \"20 GB/s\")") from None
         tier = RecoveryTier(
             name=names[i],
             rollback=Rollback(t.text("rollback", choices=tuple(r.value for r in Rollback))),
             fallback=fb,
             takes_spare=t.raw("takes_spare", False, types=(bool,)),
             comm_setup_per_card=t.quantity("comm_setup_per_card", "time", 0.0),
-            state_bytes=t.quantity("state", "data", 0.0),
-            bandwidth_bytes_per_s=t.quantity("bandwidth", "bandwidth", 1.0, strictly_positive=True),
+            state_bytes=state,
+            bandwidth_bytes_per_s=bandwidth,
             coverage=t.probability("coverage", 1.0),
             degraded_throughput=t.probability("degraded_throughput", 1.0),
             **phases,
@@ -255,7 +265,11 @@ def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPl
     """
     catalogue.validate()
     shape.validate()
-    cards = shape.cards if cards is None else cards
+    cards = shape.cards if cards is None else check_integer("cards", cards, minimum=1)
+    if cards > shape.cards:
+        raise InvalidParameterError(
+            f"cards={cards}: the job is larger than the cluster {shape.name!r} of {shape.cards} cards; "
+            f"expected at most {shape.cards} (or a larger cluster file)")
     rates = mode_rates(catalogue, shape, cards)
     keep = [i for i, m in enumerate(catalogue.modes) if m.effect is not Effect.TOLERATED]
     modes = [catalogue.modes[i] for i in keep]
@@ -263,6 +277,7 @@ def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPl
     for m in modes:
         k = plan.tier_index(m.tier)
         entry.append(plan.catch_all if k is None else k)
+    _warn_unused(plan, modes, entry, rates[keep])
     model = AvailabilityModel(
         cards=float(cards),
         fault_names=tuple(m.name for m in modes),
@@ -280,6 +295,45 @@ def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPl
         step_time=plan.step_time,
     )
     return model.validate()
+
+
+def _warn_unused(plan: RecoveryPlan, modes, entry, rates) -> None:
+    """Warn about fault modes that never occur in this job, tiers that no fault reaches, and
+    fault modes sent to the catch-all tier while a tier no mode enters directly looks like
+    the one they name (a renamed tier)."""
+    never = [m.name for m, r in zip(modes, rates) if not r > 0]
+    if never:
+        warnings.warn(
+            f"fault modes {never} never occur in this job (rate 0: their component has no units in this "
+            "cluster, or a zero rate or share); they are unreachable and change nothing", MarkovsimWarning,
+            stacklevel=caller_stacklevel())
+    direct = {k for k, r in zip(entry, rates) if r > 0}
+    reached = set(direct)
+    for k, tier in enumerate(plan.tiers):  # fallbacks point up the ladder: one pass in order
+        if k in reached and tier.fallback >= 0 and float(tier.coverage) < 1.0:
+            reached.add(tier.fallback)
+    unused = [t.name for k, t in enumerate(plan.tiers) if k not in reached]
+    if unused:
+        warnings.warn(
+            f"recovery plan {plan.name!r}: tiers {unused} are reached by no fault mode (no mode names them "
+            f"and no reached tier falls back to them), so they change nothing", MarkovsimWarning,
+            stacklevel=caller_stacklevel())
+    absent: dict[str, int] = {}
+    for m, r in zip(modes, rates):
+        if r > 0 and plan.tier_index(m.tier) is None:
+            absent[m.tier] = absent.get(m.tier, 0) + 1
+    named = {m.tier for m in modes}
+    # a rung in the middle of the ladder exists to take some faults first; one that no mode
+    # names, while modes name tiers the plan lacks, is most likely a renamed tier
+    orphans = [t.name for k, t in enumerate(plan.tiers)
+               if t.name not in named and k != plan.catch_all and t.fallback >= 0]
+    if absent and orphans:
+        names = ", ".join(f"{t!r} ({n} mode{'s' if n > 1 else ''})" for t, n in absent.items())
+        warnings.warn(
+            f"recovery plan {plan.name!r}: fault modes name tiers the plan lacks and went to catch_all "
+            f"{plan.tiers[plan.catch_all].name!r}: {names}, while the ladder's tiers {orphans} are named by no "
+            "fault mode: a renamed tier? (name it as the fault catalogue does)", MarkovsimWarning,
+            stacklevel=caller_stacklevel())
 
 
 def load_model(cluster: str | Path, recovery: str | Path, *, cards: int | None = None) -> AvailabilityModel:

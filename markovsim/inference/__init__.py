@@ -8,6 +8,8 @@ from ._fleet import (
     InstanceState as InstanceState,
     analyse_fleet as analyse_fleet,
     analyse_independent_fleet as analyse_independent_fleet,
+    analyze_fleet as analyze_fleet,
+    analyze_independent_fleet as analyze_independent_fleet,
     fleet_chain as fleet_chain,
     instance_chain as instance_chain,
 )
@@ -18,10 +20,12 @@ from ._frontier import (
     cheapest_fleet as cheapest_fleet,
     decode_batch_per_device as decode_batch_per_device,
     decode_tokens_per_s_per_card as decode_tokens_per_s_per_card,
+    frontier_optimum as frontier_optimum,
     tier_ladder as tier_ladder,
 )
+from .._estimate import Estimate as Estimate
+from .._status import ResultStatus as ResultStatus
 from ._simulate import (
-    Estimate as Estimate,
     SimulationResult as SimulationResult,
     simulate_fleet as simulate_fleet,
 )
@@ -43,7 +47,8 @@ from ._tiers import (
 
 __all__ = [
     "fault_rates_from_catalogue",
-    "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyse_fleet", "analyse_independent_fleet", "fleet_chain",
+    "MONTH", "Fleet", "FleetChain", "FleetResult", "InstanceState", "analyze_fleet", "analyze_independent_fleet",
+    "analyse_fleet", "analyse_independent_fleet", "fleet_chain", "frontier_optimum", "ResultStatus",
     "instance_chain", "DecodeMemoryModel", "FrontierPoint", "Measure", "cheapest_fleet", "decode_batch_per_device",
     "decode_tokens_per_s_per_card", "tier_ladder", "InferenceModel", "Layout", "load_inference_model", "Estimate", "SimulationResult", "simulate_fleet",
     "ElasticContinuation", "FastRestart", "HardwareRepair", "InstanceRestart", "RecoveryTiers", "Tier",

@@ -1,15 +1,23 @@
 r"""The fleet chain: K exchangeable instances of E cards each, a shared spare-card pool.
 
-One instance is in one of ten states (:class:`InstanceState`): serving in full (``UP``),
-serving on ``E - 1`` cards after an elastic continuation (``DEGRADED``), stalled with its
-requests held (``RETRY``, ``MIGRATE``), down with its traffic still routed to it
-(``DETECT``, ``MANUAL``) or down after its traffic was switched away (``RESTART_FAST``,
-``RESTART_SLOW``, ``WAIT_CARD``, ``WAIT_TWO_CARDS``). Without the traffic-switch tier
-every down state keeps its traffic (requests sent to it are lost).
+One instance is in one of twelve states (:class:`InstanceState`): serving in full
+(``UP``), serving on ``E - 1`` cards after an elastic continuation (``DEGRADED``), stalled
+with its requests held (``RETRY``, ``MIGRATE``), restarting with its traffic still routed
+to it while the automatic or the manual switch runs (``DETECT_*``, ``MANUAL_*``, each
+with the fast or the slow restart under way) or restarting after its traffic was switched
+away (``RESTART_FAST``, ``RESTART_SLOW``), or waiting for a replacement card
+(``WAIT_CARD``, ``WAIT_TWO_CARDS``, switched away). Without the traffic-switch tier every
+down state keeps its traffic (requests sent to it are lost).
+
+The switch and the restart run **in parallel**: re-routing an instance's traffic does not
+hold up its restart, so a restart that finishes before the switch brings the instance
+straight back up, and a switch only ever turns routed (lossy) downtime into switched
+downtime. (Restart times are exponential, so the remaining restart after a switch is
+again exponential with the same rate.)
 
 Instances are exchangeable, so the fleet's state is the *number* of instances in each
 state, plus the number :math:`f` of free spare cards: the chain has
-:math:`\binom{K+9}{9}(S+1)` states at most instead of :math:`10^K (S+1)`. A bound ``J`` on
+:math:`\binom{K+11}{11}(S+1)` states at most instead of :math:`12^K (S+1)`. A bound ``J`` on
 the number of instances recovering at once (states other than ``UP`` and ``DEGRADED``)
 truncates it further; faults that would pass the bound are dropped, and the stationary
 mass on the bound is returned as ``truncation_mass`` (a bound on the error's order).
@@ -41,12 +49,13 @@ import jax
 import numpy as np
 
 from .. import engine as _engine
-from .._errors import InvalidParameterError, MarkovsimWarning, check_integer, check_nonnegative, check_positive, check_probability
+from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability
+from .._status import ResultStatus, check_status
 from .._units import DAY, YEAR
 from ._tiers import RecoveryTiers
 
-__all__ = ["InstanceState", "Fleet", "FleetChain", "FleetResult", "fleet_chain", "analyse_fleet",
-           "analyse_independent_fleet", "instance_chain", "MONTH"]
+__all__ = ["InstanceState", "Fleet", "FleetChain", "FleetResult", "fleet_chain", "analyze_fleet",
+           "analyze_independent_fleet", "analyse_fleet", "analyse_independent_fleet", "instance_chain", "MONTH"]
 
 #: A month for downtime figures: a twelfth of a Julian year (30.44 days), in seconds.
 MONTH = YEAR / 12
@@ -59,12 +68,14 @@ class InstanceState(enum.IntEnum):
     DEGRADED = 1
     RETRY = 2
     MIGRATE = 3
-    DETECT = 4
-    MANUAL = 5
-    RESTART_FAST = 6
-    RESTART_SLOW = 7
-    WAIT_CARD = 8
-    WAIT_TWO_CARDS = 9
+    DETECT_FAST = 4  #: routed, automatic switch pending, fast restart under way
+    DETECT_SLOW = 5  #: routed, automatic switch pending, slow restart under way
+    MANUAL_FAST = 6  #: routed, manual switch pending, fast restart under way
+    MANUAL_SLOW = 7  #: routed, manual switch pending, slow restart under way
+    RESTART_FAST = 8
+    RESTART_SLOW = 9
+    WAIT_CARD = 10
+    WAIT_TWO_CARDS = 11
 
 
 _N = len(InstanceState)
@@ -73,6 +84,11 @@ _N = len(InstanceState)
 _NEGLIGIBLE_RATE = 1e-200
 S = InstanceState
 _RECOVERING = tuple(range(S.RETRY, _N))
+#: routed states with a switch pending, by the restart under way
+_DETECT = {S.RESTART_FAST: S.DETECT_FAST, S.RESTART_SLOW: S.DETECT_SLOW}
+_MANUAL = {S.RESTART_FAST: S.MANUAL_FAST, S.RESTART_SLOW: S.MANUAL_SLOW}
+_RESTART_OF = {S.DETECT_FAST: S.RESTART_FAST, S.DETECT_SLOW: S.RESTART_SLOW,
+               S.MANUAL_FAST: S.RESTART_FAST, S.MANUAL_SLOW: S.RESTART_SLOW}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +209,8 @@ class _Rules:
         that needs ``need`` replacement cards, with ``f`` free spares."""
         if self.unlimited or f >= need:
             df = 0 if self.unlimited else -need
-            if self.switch:
-                return [(1.0, S.DETECT, df)]
+            if self.switch:  # the restart starts at once, the switch runs alongside
+                return [(p, _DETECT[st], df) for p, st in self.restart_entry()]
             return [(p, st, df) for p, st in self.restart_entry()]
         owed = need - f
         return [(1.0, S.WAIT_CARD if owed == 1 else S.WAIT_TWO_CARDS, -f)]
@@ -230,12 +246,15 @@ class _Rules:
             add(self.retry_rate, [(1.0, S.UP, 0)], 0.0, 0.0)
         elif state == S.MIGRATE:
             add(self.migrate_rate, [(1.0, S.DEGRADED, 0)], 0.0, 0.0)
-        elif state == S.DETECT:
-            entry = self.restart_entry()
-            add(self.switch_rate * self.switch_cov, [(p, st, 0) for p, st in entry], 0.0, 0.0)
-            add(self.switch_rate * (1 - self.switch_cov), [(1.0, S.MANUAL, 0)], 0.0, 0.0)
-        elif state == S.MANUAL:
-            add(self.manual_rate, [(p, st, 0) for p, st in self.restart_entry()], 0.0, 0.0)
+        elif state in _RESTART_OF:  # routed, a switch pending, a restart under way
+            restart = _RESTART_OF[state]
+            done = self.fast_rate if restart == S.RESTART_FAST else self.slow_rate
+            add(done, [(1.0, S.UP, 0)], 0.0, 0.0)  # the restart ends before the switch
+            if state in _DETECT.values():
+                add(self.switch_rate * self.switch_cov, [(1.0, restart, 0)], 0.0, 0.0)
+                add(self.switch_rate * (1 - self.switch_cov), [(1.0, _MANUAL[restart], 0)], 0.0, 0.0)
+            else:
+                add(self.manual_rate, [(1.0, restart, 0)], 0.0, 0.0)
         elif state == S.RESTART_FAST:
             add(self.fast_rate, [(1.0, S.UP, 0)], 0.0, 0.0)
         elif state == S.RESTART_SLOW:
@@ -253,7 +272,7 @@ class _Rules:
         held = np.zeros(_N, bool)
         held[[S.RETRY, S.MIGRATE]] = True
         dead = np.zeros(_N, bool)
-        dead[[S.DETECT, S.MANUAL]] = True
+        dead[list(_RESTART_OF)] = True
         down = [S.RESTART_FAST, S.RESTART_SLOW, S.WAIT_CARD, S.WAIT_TWO_CARDS]
         switched = np.zeros(_N, bool)
         if self.switch:
@@ -293,7 +312,7 @@ class FleetChain:
         chain: the :class:`markovsim.CTMC` (sparse); labels are ``(counts, free_spares)``
             with ``counts[s]`` instances in :class:`InstanceState` ``s`` (free spares
             ``-1`` for an unlimited pool).
-        counts: ``(n, 10)`` integer array of the same counts.
+        counts: ``(n, 12)`` integer array of the same counts.
         free_spares: ``(n,)`` free spare cards (``-1``: unlimited).
         capacity: ``(n,)`` serving capacity, in full instances.
         lost: ``(n,)`` demand lost per second, in full instances (traffic routed to dead
@@ -421,6 +440,12 @@ class FleetResult:
         instance_mtbf: mean seconds between faults of one instance (:math:`1/(E\\lambda)`).
         truncation_mass: stationary probability on the truncation bound (0 when exact).
         states: number of states of the fleet chain.
+        status: :class:`~markovsim.ResultStatus`: ``OK`` when every probability and share is
+            finite and within [0, 1], the capacity distribution sums to 1 and the truncation
+            mass is at most 1 % of the SLO unavailability; ``TRUNCATED`` when it is more
+            (raise ``max_recovering``); ``OUT_OF_RANGE`` / ``NON_FINITE`` otherwise (e.g.
+            more in-flight requests lost at faults than the demand offers: inconsistent
+            ``inflight_requests`` and ``requests_per_s``).
     """
 
     slo_availability: float
@@ -439,10 +464,11 @@ class FleetResult:
     instance_mtbf: float
     truncation_mass: float
     states: int
+    status: ResultStatus = ResultStatus.OK
 
 
-def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3,
-                  method: Any = None) -> FleetResult:
+def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3,
+                  method: Any = None, throw: bool = True) -> FleetResult:
     """Solve the fleet chain and return SLO availability, capacity, throughput and losses.
 
     Args:
@@ -451,18 +477,20 @@ def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | N
         max_recovering: truncation of the chain (see :func:`fleet_chain`).
         method: stationary solver (``markovsim.GTH()``, ``markovsim.SparseDirect()``, ...);
             ``None`` picks GTH up to 300 states and the sparse direct solver beyond.
+        throw: if true, a result that fails its checks raises
+            (:class:`~markovsim.SolverError`) and a truncation bound carrying more than 1 % of
+            the SLO unavailability issues a :class:`~markovsim.MarkovsimWarning` (raise
+            ``max_recovering``); if false, only :attr:`FleetResult.status` says so.
 
     Returns:
-        :class:`FleetResult`. A :class:`markovsim.MarkovsimWarning` is issued when the
-        mass on the truncation bound exceeds 1 % of the SLO unavailability (raise
-        ``max_recovering``).
+        :class:`FleetResult`.
 
     Example:
         >>> from markovsim import inference as inf, HOUR, MINUTE, YEAR
         >>> tiers = inf.RecoveryTiers(inf.InstanceRestart(20 * MINUTE), inf.HardwareRepair(72 * HOUR))
         >>> fleet = inf.Fleet(instances=1, cards_per_instance=8, card_fault_rate=1 / YEAR,
         ...                   soft_fault_share=0.0, demand=1.0)
-        >>> r = inf.analyse_fleet(fleet, tiers)
+        >>> r = inf.analyze_fleet(fleet, tiers)
         >>> round(r.slo_unavailability / (8 / YEAR * 20 * MINUTE / (1 + 8 / YEAR * 20 * MINUTE)), 9)
         1.0
     """
@@ -472,14 +500,55 @@ def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | N
     pi = np.asarray(_engine.stationary_distribution(fc.chain, method=method), dtype=float)
     pi = np.clip(pi, 0.0, None)
     pi = pi / pi.sum()
-    result = _summarise(fleet, fc, pi)
-    if result.truncation_mass > 0.01 * result.slo_unavailability:
-        warnings.warn(
-            f"analyse_fleet: probability {result.truncation_mass:.3g} on the truncation bound "
-            f"max_recovering={max_recovering} is above 1 % of the SLO unavailability "
-            f"{result.slo_unavailability:.3g}; raise max_recovering for an accurate result",
-            MarkovsimWarning, stacklevel=2)
-    return result
+    return _checked(fleet, _summarise(fleet, fc, pi), "analyze_fleet", max_recovering, throw)
+
+
+def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: bool) -> FleetResult:
+    """Attach the result's status (its own checks) and, with ``throw``, raise or warn."""
+    tol = 1e-9
+    shares = {name: getattr(r, name) for name in (
+        "slo_availability", "slo_unavailability", "capacity_availability", "request_availability",
+        "request_unavailability", "served_fraction")}
+    counts = {name: getattr(r, name) for name in (
+        "expected_capacity", "served_tokens_per_s", "requests_retried_per_day", "requests_lost_per_day",
+        "downtime_per_month", "truncation_mass")}
+    values = [*shares.values(), *counts.values(), *np.asarray(r.capacity_probabilities, dtype=float)]
+    problem = ""
+    if not np.isfinite(values).all():
+        status = ResultStatus.NON_FINITE
+        problem = ", ".join(k for k, v in {**shares, **counts}.items() if not np.isfinite(v))
+    else:
+        bad = [f"{k}={v:.6g}" for k, v in shares.items() if not -tol <= v <= 1 + tol]
+        bad += [f"{k}={v:.6g}" for k, v in counts.items() if v < -tol]
+        probs = np.asarray(r.capacity_probabilities, dtype=float)
+        if (probs < -tol).any() or abs(probs.sum() - 1.0) > tol:
+            bad.append(f"capacity_probabilities (sum {probs.sum():.12g})")
+        if abs(r.slo_availability + r.slo_unavailability - 1.0) > tol:
+            bad.append("slo_availability + slo_unavailability != 1")
+        if r.expected_capacity > fleet.instances * (1 + tol):
+            bad.append(f"expected_capacity={r.expected_capacity:.6g} above the fleet's {fleet.instances} instances")
+        status = ResultStatus.OUT_OF_RANGE if bad else ResultStatus.OK
+        problem = "; ".join(bad)
+        if any(k.startswith("request_") for k in bad):
+            problem += (" (more in-flight requests lost at faults than the demand offers: "
+                        "fleet.inflight_requests and fleet.requests_per_s do not fit together)")
+        if status is ResultStatus.OK and r.truncation_mass > 0.01 * r.slo_unavailability:
+            status = ResultStatus.TRUNCATED
+            problem = (f"probability {r.truncation_mass:.3g} on the truncation bound max_recovering={max_recovering} "
+                       f"is above 1 % of the SLO unavailability {r.slo_unavailability:.3g}; raise max_recovering "
+                       "for an accurate result")
+    r = dataclasses.replace(r, status=status)
+    if throw:
+        check_status(status, what=what, detail=lambda _i, _s: problem)
+    return r
+
+
+def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3,
+                  method: Any = None, throw: bool = True) -> FleetResult:
+    """Deprecated spelling of :func:`analyze_fleet` (one spelling: *analyze*)."""
+    warnings.warn("analyse_fleet is deprecated; use analyze_fleet (markovsim spells it 'analyze')",
+                  DeprecationWarning, stacklevel=2)
+    return analyze_fleet(fleet, tiers, max_recovering=max_recovering, method=method, throw=throw)
 
 
 def _summarise(fleet: Fleet, fc: FleetChain, pi: np.ndarray) -> FleetResult:
@@ -534,8 +603,9 @@ def instance_chain(fleet: Fleet, tiers: RecoveryTiers):
     return _engine.CTMC.explore(InstanceState.UP, successors)
 
 
-def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12) -> FleetResult:
-    """The same figures as :func:`analyse_fleet` for an unlimited spare pool, in product form.
+def analyze_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12,
+                              throw: bool = True) -> FleetResult:
+    """The same figures as :func:`analyze_fleet` for an unlimited spare pool, in product form.
 
     With an unlimited pool the K instances are independent, so the fleet's counts follow
     a multinomial law over the stationary distribution :math:`\\pi` of one instance
@@ -548,6 +618,7 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
         fleet: the instance pool; ``spare_cards`` must be ``None``.
         tiers: the recovery ladder.
         max_recovering: most instances recovering at once in the sum.
+        throw: as in :func:`analyze_fleet`.
 
     Returns:
         :class:`FleetResult` (``states`` is the number of count vectors summed).
@@ -558,7 +629,7 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
     if fleet.spare_cards is not None:
         raise InvalidParameterError(
             f"fleet.spare_cards={fleet.spare_cards!r}: the product form needs an unlimited pool "
-            "(spare_cards=None); use analyse_fleet for a finite pool")
+            "(spare_cards=None); use analyze_fleet for a finite pool")
     tiers = tiers.validate()
     if tiers.elastic is not None and fleet.cards_per_instance < 2:
         raise InvalidParameterError(
@@ -583,7 +654,7 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
     # representative state per class.
     _cap, _serving, held_s, dead_s, switched_s = rules.routing()
     cls = np.array([p[S.UP], p[S.DEGRADED], p[held_s].sum(), p[dead_s].sum(), p[switched_s].sum()])
-    rep = [S.UP, S.DEGRADED, S.RETRY, S.DETECT, S.RESTART_SLOW]
+    rep = [S.UP, S.DEGRADED, S.RETRY, S.DETECT_SLOW, S.RESTART_SLOW]
     h, x, sw = np.meshgrid(np.arange(J + 1), np.arange(J + 1), np.arange(J + 1), indexing="ij")
     ok = (h + x + sw) <= J
     h, x, sw = h[ok], x[ok], sw[ok]
@@ -614,7 +685,7 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
     lost_day = res.requests_lost_per_day + float(extra[1])
     offered = DAY * float(fleet.requests_per_s) * float(fleet.demand)
     req_unavail = lost_day / offered if offered > 0 else res.request_unavailability
-    return dataclasses.replace(
+    res = dataclasses.replace(
         res,
         requests_retried_per_day=res.requests_retried_per_day + float(extra[0]),
         requests_lost_per_day=lost_day,
@@ -623,3 +694,12 @@ def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
         truncation_mass=max(0.0, 1.0 - total),
         states=int(len(w)),
     )
+    return _checked(fleet, res, "analyze_independent_fleet", max_recovering, throw)
+
+
+def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12,
+                              throw: bool = True) -> FleetResult:
+    """Deprecated spelling of :func:`analyze_independent_fleet` (one spelling: *analyze*)."""
+    warnings.warn("analyse_independent_fleet is deprecated; use analyze_independent_fleet "
+                  "(markovsim spells it 'analyze')", DeprecationWarning, stacklevel=2)
+    return analyze_independent_fleet(fleet, tiers, max_recovering=max_recovering, throw=throw)

@@ -32,11 +32,12 @@ import math
 from typing import Sequence
 
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
-from ._fleet import Fleet, FleetResult, analyse_fleet, analyse_independent_fleet
+from .._status import ResultStatus, check_status
+from ._fleet import Fleet, FleetResult, analyze_fleet, analyze_independent_fleet
 from ._tiers import RecoveryTiers, Tier
 
 __all__ = ["Measure", "DecodeMemoryModel", "decode_batch_per_device", "decode_tokens_per_s_per_card",
-           "FrontierPoint", "cheapest_fleet", "tier_ladder"]
+           "FrontierPoint", "cheapest_fleet", "frontier_optimum", "tier_ladder"]
 
 
 class Measure(enum.Enum):
@@ -131,6 +132,10 @@ def decode_tokens_per_s_per_card(model: DecodeMemoryModel, cards: int) -> float:
 class FrontierPoint:
     """The cheapest fleet of one instance size that meets the target (or the best found).
 
+    The search is exhaustive over its range (every instance count from the fewest that can
+    carry the demand to ``extra_instances`` more, times every spare option), so a point
+    that meets the target is proven the cheapest of that range.
+
     Attributes:
         cards_per_instance: E.
         tokens_per_s_per_card: decode throughput per card at this size.
@@ -141,6 +146,12 @@ class FrontierPoint:
         result: the :class:`FleetResult` of the chosen fleet.
         meets_target: whether the chosen measure reaches the target.
         availability: the chosen measure's value.
+        status: :class:`~markovsim.ResultStatus`: ``OK`` (meets the target, cheapest of the
+            range), ``TARGET_NOT_MET`` (no fleet of the range meets it: the most available is
+            returned; more instances or spares may), or the chosen fleet's own status
+            (e.g. ``TRUNCATED``).
+        instances_searched: ``(lowest, highest)`` instance counts tried.
+        spare_options: the spare pools tried.
     """
 
     cards_per_instance: int
@@ -152,21 +163,25 @@ class FrontierPoint:
     result: FleetResult
     meets_target: bool
     availability: float
+    status: ResultStatus = ResultStatus.OK
+    instances_searched: tuple[int, int] = (0, 0)
+    spare_options: tuple = (None,)
 
 
 def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: RecoveryTiers, *,
                    serving: DecodeMemoryModel, card_fault_rate: float, soft_fault_share: float,
                    target: float, extra_instances: int = 3, spare_options: Sequence[int | None] = (None,),
                    output_tokens_per_request: float = 1000.0, measure: Measure = Measure.SLO,
-                   max_recovering: int | None = 3) -> list[FrontierPoint]:
-    """For each instance size, the fewest cards that reach ``target`` SLO availability.
+                   max_recovering: int | None = 3, throw: bool = True) -> list[FrontierPoint]:
+    """For each instance size, the fewest cards that reach ``target`` availability.
 
     For each size E in ``sizes`` (cards per instance) the demand in instances is
     :math:`D = \\text{demand} / (E\\,\\tau(E))` with :math:`\\tau` from
     :func:`decode_tokens_per_s_per_card`; every K from :math:`\\lceil D \\rceil` to
     :math:`\\lceil D\\rceil` + ``extra_instances`` and every spare pool in ``spare_options`` is
-    solved, and the cheapest fleet meeting the target is kept (the most available one
-    when none meets it).
+    solved, and the cheapest fleet meeting the target is kept (the most available one,
+    with status ``TARGET_NOT_MET``, when none meets it). :func:`frontier_optimum` picks the
+    cheapest size and says whether it sits on an end of ``sizes``.
 
     Args:
         demand_tokens_per_s: decode tokens per second the fleet must serve.
@@ -175,13 +190,15 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
         serving: the throughput model.
         card_fault_rate: faults per second per card.
         soft_fault_share: share of faults that need no hardware swap.
-        target: SLO availability to reach (e.g. 0.9995).
+        target: availability to reach (e.g. 0.9995) in ``measure``.
         extra_instances: instances beyond the minimum to try.
         spare_options: spare pools to try (``None`` = unlimited, solved in product form by
-            :func:`analyse_independent_fleet`; a number is solved on the count chain).
+            :func:`analyze_independent_fleet`; a number is solved on the count chain).
         output_tokens_per_request: mean output tokens per request (for request counts).
         measure: the availability the target applies to (:class:`Measure`).
         max_recovering: truncation of each fleet chain.
+        throw: if true, a candidate fleet whose result fails its checks raises, naming it; if
+            false, such candidates are skipped (never chosen) and the statuses say the rest.
 
     Returns:
         one :class:`FrontierPoint` per size that fits in memory, in the order of ``sizes``.
@@ -192,6 +209,7 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
     extra_instances = check_integer("extra_instances", extra_instances, minimum=0)
     if not isinstance(measure, Measure):
         raise InvalidParameterError(f"measure={measure!r}: expected a Measure (SLO, CAPACITY or REQUESTS)")
+    spare_options = tuple(spare_options)
     out = []
     for E in sizes:
         E = check_integer("sizes[]", E, minimum=1)
@@ -201,22 +219,33 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
         per_instance = tau * E
         D = demand_tokens_per_s / per_instance
         batch = decode_batch_per_device(serving, E) * E * serving.devices_per_card
+        k_lo = max(1, math.ceil(D - 1e-9))
+        k_hi = math.ceil(D - 1e-9) + extra_instances
         best = None
-        for K in range(max(1, math.ceil(D - 1e-9)), math.ceil(D - 1e-9) + extra_instances + 1):
+        for K in range(k_lo, k_hi + 1):
             for spares in spare_options:
                 fleet = Fleet(instances=K, cards_per_instance=E, card_fault_rate=card_fault_rate,
                               soft_fault_share=soft_fault_share, demand=D, spare_cards=spares,
                               requests_per_s=per_instance / output_tokens_per_request,
                               inflight_requests=batch, tokens_per_s=per_instance)
                 if spares is None:  # independent instances: exact product form, any K
-                    res = analyse_independent_fleet(fleet, tiers)
+                    res = analyze_independent_fleet(fleet, tiers, throw=False)
                 else:
-                    res = analyse_fleet(fleet, tiers, max_recovering=max_recovering)
+                    res = analyze_fleet(fleet, tiers, max_recovering=max_recovering, throw=False)
+                if res.status.is_error:
+                    if throw:
+                        check_status(res.status, what=f"cheapest_fleet (E={E}, K={K}, spare_cards={spares})")
+                    continue
                 value = getattr(res, measure.value)
-                point = FrontierPoint(E, tau, D, K, spares, fleet.cards, res, value >= target, value)
+                point = FrontierPoint(E, tau, D, K, spares, fleet.cards, res, value >= target, value,
+                                      res.status if value >= target else ResultStatus.TARGET_NOT_MET,
+                                      (k_lo, k_hi), spare_options)
                 if best is None or _better(point, best):
                     best = point
-        out.append(best)
+        if best is not None:
+            if throw and best.result.status.is_warning:
+                check_status(best.result.status, what=f"cheapest_fleet (E={E}, K={best.instances})")
+            out.append(best)
     return out
 
 
@@ -226,6 +255,40 @@ def _better(a: FrontierPoint, b: FrontierPoint) -> bool:
     if a.meets_target:
         return (a.cards, -a.availability) < (b.cards, -b.availability)
     return a.availability > b.availability
+
+
+def frontier_optimum(points: Sequence[FrontierPoint], *,
+                     throw: bool = True) -> tuple[FrontierPoint | None, ResultStatus]:
+    """The cheapest point of a frontier that meets its target, and where it sits.
+
+    The search over sizes is exhaustive over the candidates, but the candidates are a
+    choice: an optimum at the smallest or largest candidate size may be beaten outside.
+
+    Args:
+        points: the output of :func:`cheapest_fleet`.
+        throw: if true, a :class:`~markovsim.MarkovsimWarning` says when the optimum sits
+            on an end of the candidate sizes; if false, only the status does.
+
+    Returns:
+        ``(point, status)``: ``OK`` for an interior size, ``AT_LOWER_BOUND`` /
+        ``AT_UPPER_BOUND`` when it is the smallest / largest candidate, and
+        ``(None, TARGET_NOT_MET)`` when no size meets the target.
+    """
+    meeting = [p for p in points if p.meets_target]
+    if not meeting:
+        return None, ResultStatus.TARGET_NOT_MET
+    best = min(meeting, key=lambda p: (p.cards, -p.availability))
+    sizes = sorted(p.cards_per_instance for p in points)
+    status = ResultStatus.OK
+    if len(sizes) > 1 and best.cards_per_instance == sizes[0]:
+        status = ResultStatus.AT_LOWER_BOUND
+    elif len(sizes) > 1 and best.cards_per_instance == sizes[-1]:
+        status = ResultStatus.AT_UPPER_BOUND
+    if throw and status.is_warning:
+        check_status(status, what="frontier_optimum", detail=lambda _i, _s: (
+            f"the cheapest fleet uses E={best.cards_per_instance} cards per instance, an end of the candidate "
+            f"sizes {sizes}; sizes beyond it were not tried"))
+    return best, status
 
 
 def tier_ladder(fleet: Fleet, tiers: RecoveryTiers, *, order: Sequence[Tier] | None = None,
@@ -251,5 +314,5 @@ def tier_ladder(fleet: Fleet, tiers: RecoveryTiers, *, order: Sequence[Tier] | N
     steps = []
     for i in range(len(order) + 1):
         on = order[:i]
-        steps.append((on, analyse_fleet(fleet, tiers.only(*on), max_recovering=max_recovering)))
+        steps.append((on, analyze_fleet(fleet, tiers.only(*on), max_recovering=max_recovering)))
     return steps

@@ -1,5 +1,6 @@
 """Checkpoint formulas: Lambert W, the exact segment time and optimum, Young, Daly, ETTR."""
 
+import warnings
 from fractions import Fraction
 
 import jax
@@ -111,8 +112,10 @@ def test_exact_optimum_beats_a_fine_brute_force_grid(save, mtbf, restart, down):
 def test_exact_optimum_lies_between_daly_and_young(ratio, mtbf):
     save = ratio * mtbf
     exact = float(optimal_interval(save, mtbf))
-    young = float(young_interval(save, mtbf))
-    daly = float(daly_interval(save, mtbf))
+    with warnings.catch_warnings():  # Young is far off at large C/M (tested on its own)
+        warnings.simplefilter("ignore", markovsim.MarkovsimWarning)
+        young = float(young_interval(save, mtbf))
+        daly = float(daly_interval(save, mtbf))
     assert exact < young
     assert daly < exact * (1 + 1e-13)
     # Daly's error is 2 c^2 M / 135 to leading order, far below Young's 2C/3

@@ -32,8 +32,8 @@ def test_twin_matches_single_tier_renewal_formula():
     m = single_tier_model(3000.0, 100.0, 20000.0, 300.0, 60.0)
     r = simulate(m, replicas=128, horizon=10 * 86400.0, dt=1.0, seed=1)
     a = analyze(m)
-    assert _inside(float(a.goodput), r.goodput_ci)
-    assert _inside(float(a.interruptions_per_day), r.interruptions_per_day_ci)
+    assert _inside(float(a.goodput), r.goodput.ci)
+    assert _inside(float(a.interruptions_per_day), r.interruptions_per_day.ci)
     # each replica runs to its first durable save after the horizon
     assert 128 * 10 * 86400.0 <= r.replica_steps <= 1.1 * 128 * 10 * 86400.0
 
@@ -51,9 +51,9 @@ def test_twin_matches_analytic_goodput_across_random_configurations():
                                 checkpoint=dataclasses.replace(base.checkpoint, interval=float(rng.uniform(600, 8000))))
         a = analyze(m)
         r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=int(rng.integers(1 << 30)))
-        assert _inside(float(a.goodput), r.goodput_ci, widen), (float(a.goodput), r.goodput_ci)
-        assert _inside(float(a.unavailability), r.unavailability_ci, widen), (float(a.unavailability),
-                                                                              r.unavailability_ci)
+        assert _inside(float(a.goodput), r.goodput.ci, widen), (float(a.goodput), r.goodput.ci)
+        assert _inside(float(a.unavailability), r.unavailability.ci, widen), (float(a.unavailability),
+                                                                              r.unavailability.ci)
 
 
 @pytest.mark.parametrize("kw", [dict(memory=3), dict(save_mode=SaveMode.BACKGROUND, memory=2), dict(predicted=0.5),
@@ -63,7 +63,7 @@ def test_twin_matches_each_mechanism(kw):
     m = tiered(**kw)
     a = analyze(m)
     r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=7)
-    assert _inside(float(a.goodput), r.goodput_ci), (float(a.goodput), r.goodput_ci)
+    assert _inside(float(a.goodput), r.goodput.ci), (float(a.goodput), r.goodput.ci)
 
 
 def test_spare_pool_approximation_is_close_under_moderate_stress():
@@ -71,7 +71,7 @@ def test_spare_pool_approximation_is_close_under_moderate_stress():
     m = tiered(spares=SparePool(size=3, repair_time=H, activation_time=60.0))
     a = float(analyze(m).goodput)
     r = simulate(m, replicas=64, horizon=6 * 86400.0, dt=1.0, seed=3)
-    assert abs(a - r.goodput) < 0.02 * a + (r.goodput_ci[1] - r.goodput_ci[0])
+    assert abs(a - r.goodput.mean) < 0.02 * a + (r.goodput.ci[1] - r.goodput.ci[0])
 
 
 def test_simulate_rejects_bad_arguments():
@@ -88,5 +88,5 @@ def test_twin_matches_renewal_formula_when_restarts_fail_often():
     m = single_tier_model(1200.0, 60.0, 4000.0, 6000.0, 120.0)
     r = simulate(m, replicas=128, horizon=20 * 86400.0, dt=1.0, seed=5)
     a = analyze(m)
-    assert _inside(float(a.goodput), r.goodput_ci), (float(a.goodput), r.goodput_ci)
-    assert _inside(float(a.unavailability), r.unavailability_ci), (float(a.unavailability), r.unavailability_ci)
+    assert _inside(float(a.goodput), r.goodput.ci), (float(a.goodput), r.goodput.ci)
+    assert _inside(float(a.unavailability), r.unavailability.ci), (float(a.unavailability), r.unavailability.ci)

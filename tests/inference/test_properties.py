@@ -38,8 +38,8 @@ def test_availability_falls_as_the_instance_grows(setup, factor):
     fleet, tiers = setup
     big = dataclasses.replace(fleet, cards_per_instance=fleet.cards_per_instance * factor)
     for t in (tiers.only(), tiers):
-        small_r = inf.analyse_independent_fleet(fleet, t)
-        big_r = inf.analyse_independent_fleet(big, t)
+        small_r = inf.analyze_independent_fleet(fleet, t)
+        big_r = inf.analyze_independent_fleet(big, t)
         assert big_r.slo_unavailability >= small_r.slo_unavailability * (1 - 1e-9)
         assert big_r.request_unavailability >= small_r.request_unavailability * (1 - 1e-9)
 

@@ -73,21 +73,21 @@ def test_bad_fleet_values_name_the_field(change, field):
     fleet = inf.Fleet(instances=2, cards_per_instance=8, card_fault_rate=1 / YEAR, soft_fault_share=0.5, demand=1.0)
     tiers = inf.RecoveryTiers(inf.InstanceRestart(20 * MINUTE), inf.HardwareRepair(HOUR))
     with pytest.raises(markovsim.InvalidParameterError, match=re.escape(field)):
-        inf.analyse_fleet(dataclasses.replace(fleet, **change), tiers)
+        inf.analyze_fleet(dataclasses.replace(fleet, **change), tiers)
 
 
 def test_bad_tiers_name_the_field():
     fleet = inf.Fleet(instances=2, cards_per_instance=8, card_fault_rate=1 / YEAR, soft_fault_share=0.5, demand=1.0)
     base = inf.RecoveryTiers(inf.InstanceRestart(20 * MINUTE), inf.HardwareRepair(HOUR))
     with pytest.raises(markovsim.InvalidParameterError, match="token_retry.coverage"):
-        inf.analyse_fleet(fleet, dataclasses.replace(base, token_retry=inf.TokenRetry(30.0, 2.0)))
+        inf.analyze_fleet(fleet, dataclasses.replace(base, token_retry=inf.TokenRetry(30.0, 2.0)))
     with pytest.raises(markovsim.InvalidParameterError, match="restart.restart_time"):
-        inf.analyse_fleet(fleet, dataclasses.replace(base, restart=inf.InstanceRestart(-5.0)))
+        inf.analyze_fleet(fleet, dataclasses.replace(base, restart=inf.InstanceRestart(-5.0)))
     with pytest.raises(markovsim.InvalidParameterError, match="cards_per_instance"):
-        inf.analyse_fleet(dataclasses.replace(fleet, cards_per_instance=1),
+        inf.analyze_fleet(dataclasses.replace(fleet, cards_per_instance=1),
                           dataclasses.replace(base, elastic=inf.ElasticContinuation(10.0, 0.5, HOUR)))
     with pytest.raises(markovsim.InvalidParameterError, match="spare_cards"):
-        inf.analyse_independent_fleet(dataclasses.replace(fleet, spare_cards=3), base)
+        inf.analyze_independent_fleet(dataclasses.replace(fleet, spare_cards=3), base)
 
 
 def test_decode_throughput_closed_form_and_growth_with_instance_size():
