@@ -115,3 +115,7 @@ class Estimate:
 
     def __float__(self) -> float:
         return float(self.mean)
+
+    def __format__(self, spec: str) -> str:
+        """A format spec formats the mean (``f"{e:.4f}"``); without one, the repr."""
+        return format(float(self.mean), spec) if spec else repr(self)

@@ -55,8 +55,8 @@ def _both(a, b):
 
 def _service(model, tiers):
     """Prefill and decode results and the service's request unavailability (independent pools)."""
-    p = inf.analyse_independent_fleet(_unlimited(model.prefill), tiers)
-    d = inf.analyse_independent_fleet(_unlimited(model.decode), tiers)
+    p = inf.analyze_independent_fleet(_unlimited(model.prefill), tiers)
+    d = inf.analyze_independent_fleet(_unlimited(model.decode), tiers)
     return p, d, _both(p.request_unavailability, d.request_unavailability)
 
 
@@ -75,7 +75,7 @@ def run(out_dir: Path) -> list[ModelValue]:
 
     def unavailability(cards_per_instance):
         fleet = dataclasses.replace(_unlimited(cm.decode), cards_per_instance=cards_per_instance)
-        return inf.analyse_independent_fleet(fleet, cm.tiers.only()).slo_unavailability
+        return inf.analyze_independent_fleet(fleet, cm.tiers.only()).slo_unavailability
 
     unav = [unavailability(e) for e in sizes]
     out.append(ModelValue(
@@ -119,8 +119,8 @@ def run(out_dir: Path) -> list[ModelValue]:
               "headroom.")))
 
     # S-INF-2: 20 min -> 5 min, what it buys when traffic is not switched
-    slow = inf.analyse_independent_fleet(_unlimited(cm.decode), cm.tiers.only())
-    fast = inf.analyse_independent_fleet(_unlimited(cm.decode), dataclasses.replace(
+    slow = inf.analyze_independent_fleet(_unlimited(cm.decode), cm.tiers.only())
+    fast = inf.analyze_independent_fleet(_unlimited(cm.decode), dataclasses.replace(
         cm.tiers.only(inf.Tier.FAST_RESTART), fast_restart=inf.FastRestart(cm.tiers.fast_restart.restart_time, 1.0)))
     out.append(ModelValue(
         key="S-INF-2", model=slow.slo_unavailability / fast.slo_unavailability, unit="x",
@@ -172,7 +172,7 @@ def run(out_dir: Path) -> list[ModelValue]:
             for on, pts in frontier.items()}
     full_best = best[_ORDER[:4]]
     g = models["8-GPU nodes"]
-    fin = inf.analyse_fleet(g.decode, g.tiers, max_recovering=3)
+    fin = inf.analyze_fleet(g.decode, g.tiers, max_recovering=3)
     unl = ladder["8-GPU nodes"][4][2]
     out.append(ModelValue(
         key="INF-TARGET/cheapest-fleet", unit="1",

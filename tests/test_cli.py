@@ -79,7 +79,7 @@ def test_help_lists_every_command(capsys):
 
 
 @pytest.mark.parametrize("command, needle", [
-    ("train", "--baseline"), ("infer", "analyse_fleet"), ("goodput", "checkpoint"),
+    ("train", "--baseline"), ("infer", "analyze_fleet"), ("goodput", "checkpoint"),
     ("sweep", "START:STOP:NUM"), ("validate", "Exit code"), ("repro", "--list")])
 def test_each_command_has_help(capsys, command, needle):
     with pytest.raises(SystemExit) as e:
@@ -251,8 +251,8 @@ def infer_model():
 def test_infer_json_equals_the_library(capsys, infer_model):
     got = run_json(capsys, "infer", INFER)
     m = infer_model
-    decode = inf.analyse_fleet(m.decode, m.tiers)              # finite spare pool: count chain
-    prefill = inf.analyse_independent_fleet(m.prefill, m.tiers)  # unlimited pool: product form
+    decode = inf.analyze_fleet(m.decode, m.tiers)              # finite spare pool: count chain
+    prefill = inf.analyze_independent_fleet(m.prefill, m.tiers)  # unlimited pool: product form
     for role, want in (("decode", decode), ("prefill", prefill)):
         for field in ("slo_availability", "slo_unavailability", "capacity_availability",
                       "request_availability", "requests_lost_per_day", "downtime_per_month", "instance_mtbf"):
@@ -274,7 +274,7 @@ def test_infer_table_and_set(capsys, infer_model):
     m = infer_model
     fleet = dataclasses.replace(m.decode, instances=5)
     tiers = dataclasses.replace(m.tiers, restart=inf.InstanceRestart(600.0))
-    want = inf.analyse_fleet(fleet, tiers)
+    want = inf.analyze_fleet(fleet, tiers)
     assert got["decode"]["instances"] == 5
     assert got["decode"]["slo_availability"] == pytest.approx(want.slo_availability, rel=1e-12)
 
@@ -553,7 +553,7 @@ def test_validate_out_of_tolerance_exits_1(capsys, tmp_path):
 
 
 def test_validate_infer_case(capsys, tmp_path, infer_model):
-    want = inf.analyse_fleet(infer_model.decode, infer_model.tiers)
+    want = inf.analyze_fleet(infer_model.decode, infer_model.tiers)
     path = _case(tmp_path, f"""
         name = "fleet"
         kind = "infer"

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import assume, example, given, strategies as st
 
-from markovsim import DAY, HOUR, MINUTE, YEAR, MarkovsimError
+from markovsim import DAY, HOUR, MINUTE, YEAR, MarkovsimError, MarkovsimWarning
 from markovsim import inference as inf
 from markovsim.availability import (
     AvailabilityModel,
@@ -196,9 +197,6 @@ _SWITCH_CASE = (
                       elastic=inf.ElasticContinuation(1.0, 0.0, 10.0)))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known model defect, fixed by the avail helper (issue 11 item 9): adding the traffic switch with a manual "
-    "fall-back can raise the share of requests lost beyond the exposure slack K / E[capacity]"))
 @example(_SWITCH_CASE)
 @given(fleets())
 def test_every_added_inference_tier_keeps_requests(setup):
@@ -216,7 +214,7 @@ def test_a_fast_restart_that_covers_more_never_raises_downtime(setup, c1, c2):
     # S-INF-2 without a switch: each instance is down for its restart, faster with more coverage
     fleet, tiers = setup
     lo, hi = sorted((c1, c2))
-    u = [inf.analyse_independent_fleet(fleet, dataclasses.replace(
+    u = [inf.analyze_independent_fleet(fleet, dataclasses.replace(
         tiers.only(inf.Tier.FAST_RESTART), fast_restart=inf.FastRestart(tiers.fast_restart.restart_time, c)))
          for c in (lo, hi)]
     assert u[1].slo_unavailability <= u[0].slo_unavailability * (1 + 1e-9) + 1e-15
@@ -240,7 +238,10 @@ def test_goodput_is_unimodal_with_its_peak_at_the_exact_optimum(save, mtbf_h, re
     peak = float(checkpoint_goodput(tau, save, mtbf, restart, down))
     assert peak >= g.max() * (1 - 1e-12)
     assert grid[np.argmax(g)] == pytest.approx(tau, rel=0.02)  # the grid's step is 2 %
-    assert float(daly_interval(save, mtbf)) * (1 - 1e-9) <= tau <= float(young_interval(save, mtbf)) * (1 + 1e-9)
+    with warnings.catch_warnings():  # Young's estimate is used as a bound here, far off or not
+        warnings.simplefilter("ignore", MarkovsimWarning)
+        young = float(young_interval(save, mtbf))
+    assert float(daly_interval(save, mtbf)) * (1 - 1e-9) <= tau <= young * (1 + 1e-9)
 
 
 @given(lam_l=st.floats(1e-4, 3.0))

@@ -18,8 +18,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description=textwrap.dedent("""\
             SLO, capacity and request availability, losses and downtime of the prefill and
             decode pools of an inference model file (models/inference/), from
-            markovsim.inference.analyse_fleet (finite spare pool: the fleet count chain) or
-            analyse_independent_fleet (unlimited pool: product form). --plot draws the
+            markovsim.inference.analyze_fleet (finite spare pool: the fleet count chain) or
+            analyze_independent_fleet (unlimited pool: product form). --plot draws the
             distribution of serving capacity of each pool."""),
         epilog="example: markovsim infer models/inference/deepseek_v3_8gpu.toml --set decode.instances=5")
     p.add_argument("model", metavar="MODEL.toml", help="inference model file, or a bare name in models/inference/")

@@ -3,8 +3,8 @@
 For each role (``decode_*``, ``prefill_*``): the SLO, capacity and request availability,
 the SLO and request unavailability, expected capacity, served fraction, requests retried
 and lost per day, downtime per month (s) and instance MTBF (s), from
-:func:`~markovsim.inference.analyse_fleet` (finite spare pool: the fleet's count chain) or
-:func:`~markovsim.inference.analyse_independent_fleet` (unlimited pool: product form);
+:func:`~markovsim.inference.analyze_fleet` (finite spare pool: the fleet's count chain) or
+:func:`~markovsim.inference.analyze_independent_fleet` (unlimited pool: product form);
 plus ``decode_served_tokens_per_s`` and ``slo_target``.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .._io import ModelKind
-from ._fleet import FleetResult, analyse_fleet, analyse_independent_fleet
+from ._fleet import FleetResult, analyze_fleet, analyze_independent_fleet
 from ._spec import InferenceModel, inference_model_from_document
 
 __all__ = ["FLEET_OUTPUT_UNITS", "fleet_results", "fleet_outputs", "MODEL_KIND"]
@@ -38,8 +38,8 @@ def fleet_results(model: InferenceModel) -> dict[str, FleetResult]:
     out = {}
     for role in ("prefill", "decode"):
         fleet = getattr(model, role)
-        out[role] = (analyse_independent_fleet(fleet, model.tiers) if fleet.spare_cards is None
-                     else analyse_fleet(fleet, model.tiers))
+        out[role] = (analyze_independent_fleet(fleet, model.tiers) if fleet.spare_cards is None
+                     else analyze_fleet(fleet, model.tiers))
     return out
 
 
