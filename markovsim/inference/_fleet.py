@@ -476,7 +476,8 @@ def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | N
         tiers: the recovery ladder.
         max_recovering: truncation of the chain (see :func:`fleet_chain`).
         method: stationary solver (``markovsim.GTH()``, ``markovsim.SparseDirect()``, ...);
-            ``None`` picks GTH up to 300 states and the sparse direct solver beyond.
+            ``None`` lets the engine pick a solver that certifies its answer (GTH, dense or
+            banded, as far as it fits; a sparse solver warns when it cannot certify).
         throw: if true, a result that fails its checks raises
             (:class:`~markovsim.SolverError`) and a truncation bound carrying more than 1 % of
             the SLO unavailability issues a :class:`~markovsim.MarkovsimWarning` (raise
@@ -495,8 +496,6 @@ def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | N
         1.0
     """
     fc = fleet_chain(fleet, tiers, max_recovering=max_recovering)
-    if method is None:
-        method = _engine.GTH() if fc.chain.n <= 300 else _engine.SparseDirect()
     pi = np.asarray(_engine.stationary_distribution(fc.chain, method=method), dtype=float)
     pi = np.clip(pi, 0.0, None)
     pi = pi / pi.sum()
