@@ -336,6 +336,16 @@ class FleetChain:
     at_bound: np.ndarray
 
 
+def _validated_tiers(fleet: Fleet, tiers: RecoveryTiers) -> RecoveryTiers:
+    """The validated ladder, refused where it cannot act on this fleet's instances."""
+    tiers = tiers.validate()
+    if tiers.elastic is not None and fleet.cards_per_instance < 2:
+        raise InvalidParameterError(
+            f"fleet.cards_per_instance={fleet.cards_per_instance}: elastic continuation needs "
+            "instances of at least 2 cards (it keeps serving on E - 1)")
+    return tiers
+
+
 def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3) -> FleetChain:
     """Build the fleet chain by exploring the states reachable from "all up, pool full".
 
@@ -349,11 +359,7 @@ def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | Non
         :class:`FleetChain`.
     """
     fleet = fleet.validate()
-    tiers = tiers.validate()
-    if tiers.elastic is not None and fleet.cards_per_instance < 2:
-        raise InvalidParameterError(
-            f"fleet.cards_per_instance={fleet.cards_per_instance}: elastic continuation needs "
-            "instances of at least 2 cards (it keeps serving on E - 1)")
+    tiers = _validated_tiers(fleet, tiers)
     K = int(fleet.instances)
     J = K if max_recovering is None else check_integer("max_recovering", max_recovering, minimum=1)
     J = min(J, K)
@@ -629,11 +635,7 @@ def analyze_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
         raise InvalidParameterError(
             f"fleet.spare_cards={fleet.spare_cards!r}: the product form needs an unlimited pool "
             "(spare_cards=None); use analyze_fleet for a finite pool")
-    tiers = tiers.validate()
-    if tiers.elastic is not None and fleet.cards_per_instance < 2:
-        raise InvalidParameterError(
-            f"fleet.cards_per_instance={fleet.cards_per_instance}: elastic continuation needs "
-            "instances of at least 2 cards (it keeps serving on E - 1)")
+    tiers = _validated_tiers(fleet, tiers)
     K = int(fleet.instances)
     J = min(K, check_integer("max_recovering", max_recovering, minimum=1))
     rules = _Rules(fleet, tiers)

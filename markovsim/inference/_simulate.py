@@ -178,25 +178,23 @@ def _run(key, p, E, *, K, spares, switch, events, warmup):
 
         # kind 0: soft fault, 1: hard fault, 2: stall or restart ends, 3: switch ends,
         # 4: reintegration, 5: repair
-        def soft_fault():
-            to_retry = (s_i == up) & (u1 < retry_cov)
-            need = jnp.where(s_i == up, 0, 1)
-            nxt, nf = outage(need, f, u2)
-            nxt = jnp.where(to_retry, int(S.RETRY), nxt)
-            nf = jnp.where(to_retry, f, nf)
-            retried = jnp.where(to_retry, inflight, ret_sw)
-            lost_i = jnp.where(to_retry, 0.0, inflight * cap_i - ret_sw)
+        def fault(coverage, quick_state, need_up):
+            # a fault on a serving instance: its quick tier (token retry for a soft fault,
+            # elastic migration for a hard one) with probability ``coverage``, otherwise an
+            # outage needing ``need_up`` cards (one more on a degraded instance)
+            quick = (s_i == up) & (u1 < coverage)
+            nxt, nf = outage(jnp.where(s_i == up, need_up, need_up + 1), f, u2)
+            nxt = jnp.where(quick, int(quick_state), nxt)
+            nf = jnp.where(quick, f, nf)
+            retried = jnp.where(quick, inflight, ret_sw)
+            lost_i = jnp.where(quick, 0.0, inflight * cap_i - ret_sw)
             return inst.at[i].set(nxt), nf, retried, lost_i
 
+        def soft_fault():
+            return fault(retry_cov, S.RETRY, 0)
+
         def hard_fault():
-            to_mig = (s_i == up) & (u1 < el_cov)
-            need = jnp.where(s_i == up, 1, 2)
-            nxt, nf = outage(need, f, u2)
-            nxt = jnp.where(to_mig, int(S.MIGRATE), nxt)
-            nf = jnp.where(to_mig, f, nf)
-            retried = jnp.where(to_mig, inflight, ret_sw)
-            lost_i = jnp.where(to_mig, 0.0, inflight * cap_i - ret_sw)
-            return inst.at[i].set(nxt), nf, retried, lost_i
+            return fault(el_cov, S.MIGRATE, 1)
 
         def complete():
             return inst.at[i].set(jnp.where(s_i == S.MIGRATE, deg, up)), f, 0.0, 0.0
