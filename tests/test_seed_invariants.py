@@ -201,7 +201,13 @@ _SWITCH_CASE = (
 @given(fleets())
 def test_every_added_inference_tier_keeps_requests(setup):
     fleet, tiers = setup
-    steps = inf.tier_ladder(fleet, tiers, max_recovering=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MarkovsimWarning)
+        steps = inf.tier_ladder(fleet, tiers, max_recovering=None)
+    # the invariant is about answers the engine certifies; a coverage such as 3e-102 leaves
+    # products below the float64 range and the engine says it cannot certify (it warns)
+    assume(not any("could not be certified" in str(w.message) for w in caught))
+    assert not caught, [str(w.message) for w in caught]
     for (_, before), (on, after) in zip(steps, steps[1:]):
         # faults strike serving instances only: a tier that brings instances back sooner also
         # exposes them to more faults, by at most the factor K / E[capacity]
