@@ -242,3 +242,14 @@ def test_cluster_fault_rate_with_repair_uses_the_node_classes():
         assert cluster_fault_rate_with_repair(model, 800) == pytest.approx(base * expected, rel=1e-10)
     # lemons fault more and are away more: the cluster faults less than the mean rate says
     assert cluster_fault_rate_with_repair(lemons, 800) < cluster_fault_rate_with_repair(homogeneous, 800)
+
+
+def test_node_classes_and_repair_leave_the_doubling_ratio_unchanged():
+    """Nodes away for repair lower every cluster's fault rate by the same factor (random
+    placement): MTBF(2N) / MTBF(N), and with it what S-MTBF-1 needs, do not move."""
+    from markovsim.availability import mtbf_ratio
+
+    lemons = _fault_model([0.9, 0.1], [0.5, 5.5], _h2(5 * 86400.0, 0.7, 0.1))
+    for n in (100, 400, 3000):
+        ratio = cluster_fault_rate_with_repair(lemons, n) / cluster_fault_rate_with_repair(lemons, 2 * n)
+        assert ratio == pytest.approx(mtbf_ratio(lemons, n), rel=1e-12)
