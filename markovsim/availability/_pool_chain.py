@@ -108,7 +108,11 @@ def _layout(s: int, p: int):
     """
     inner = [n for m in range(s + 1) for n in _compositions(m, p)]
     full = list(_compositions(s + 1, p))
-    states = [("U", n) for n in inner] + [("S", n) for n in inner] + [("W", n) for n in full]
+    # GTH's anchor (eliminated last) is the empty pool with the job in U, which every state
+    # reaches: phases that no repair enters (a zero branch probability) are then transient
+    # states of probability 0, not a zero pivot
+    states = ([("U", n) for n in inner[1:]] + [("S", n) for n in inner] + [("W", n) for n in full]
+              + [("U", inner[0])])
     index = {st: i for i, st in enumerate(states)}
     EXIT, ALPHA, ZERO, BACK = p * p, p * p + p, p * p + 2 * p, p * p + 2 * p + 1
     rows, cols, kind, coef = [], [], [], []
@@ -140,7 +144,7 @@ def _layout(s: int, p: int):
     u_idx = np.array([index[("U", n)] for n in inner])
     edge = np.array([index[("U", n)] for n in inner if sum(n) == s])
     # W block: ordering of the W states, and for each edge state and phase, the W state entered
-    w_first = 2 * len(inner)
+    w_first = index[("W", full[0])]
     enter = np.array([[index[("W", tuple(n[k] + (k == i) for k in range(p)))] - w_first for i in range(p)]
                       for n in inner if sum(n) == s])
     w_counts = np.array(full, dtype=float)

@@ -111,6 +111,15 @@ def test_pool_wait_matches_an_event_simulation_of_the_pool(ph, size, load):
     assert abs(float(p_empty) - share) <= 5 * se_p + 1e-3, (float(p_empty), share)
 
 
+def test_phases_no_repair_enters_are_harmless():
+    """A branch of probability 0 (or a Coxian that never moves on) leaves phases no node
+    enters: their states are transient with probability 0, the answer the one-phase pool's."""
+    one = pool_wait(exponential(1 / 600.0), 2, 1 / 3000.0, 300.0)
+    for ph in (hyperexponential([1.0, 0.0], [1 / 600.0, 1 / 6000.0]), coxian([1 / 600.0, 1 / 60.0], [0.0])):
+        got = pool_wait(ph, 2, 1 / 3000.0, 300.0)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(one), rtol=1e-12)
+
+
 def test_no_spares_waits_for_the_whole_repair():
     for ph in (_h2(2 * H, 0.9, 0.1), coxian([1 / 600.0, 1 / 60.0], [0.4], zero_mass=0.25)):
         wait, p_empty = pool_wait(ph, 0, 1e-4, 300.0)
