@@ -111,6 +111,24 @@ def test_pool_wait_matches_an_event_simulation_of_the_pool(ph, size, load):
     assert abs(float(p_empty) - share) <= 5 * se_p + 1e-3, (float(p_empty), share)
 
 
+def test_fitted_infinitehbd_repair_in_the_pool():
+    """The repair times of the shipped InfiniteHBD trace (censoring included) fitted as a
+    2-phase hyperexponential with an atom at zero, in a pool of 16 spares facing the trace's
+    fault rate: the chain's wait agrees with the event simulation of the pool drawing the
+    same fitted distribution, and the state count stays under the limit."""
+    from markovsim.availability import fit_phase_type, infinitehbd_trace
+
+    log = infinitehbd_trace()
+    ph = fit_phase_type(log.duration, log.censored, phases=2).distribution
+    assert 0.0 < float(ph.zero_mass) < 0.1 and float(ph.scv()) > 1.5   # high variance, some instant repairs
+    birth = log.n_faults / log.window
+    assert pool_states(16, 2) <= MAX_POOL_STATES
+    wait, p_empty = pool_wait(ph, 16, birth, 3600.0)
+    mean, se, share = _pool_des(ph, 16, birth, 3600.0, 40_000, np.random.default_rng(5))
+    assert abs(float(wait) - mean) <= Z99 * se, (float(wait), mean, se)
+    assert abs(float(p_empty) - share) <= 5 * math.sqrt(share * (1 - share) / 40_000) + 1e-3
+
+
 def test_phases_no_repair_enters_are_harmless():
     """A branch of probability 0 (or a Coxian that never moves on) leaves phases no node
     enters: their states are transient with probability 0, the answer the one-phase pool's."""
