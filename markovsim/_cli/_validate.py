@@ -6,8 +6,9 @@ import argparse
 import textwrap
 from pathlib import Path
 
+from .._errors import SpecError
 from .._io import resolve
-from ..validate import case_kinds, validate_cases
+from ..validate import case_kinds, run_calibration, validate_cases
 from . import _common as c
 
 HELP = "run validation cases: predicted against reported, with errors and a summary"
@@ -29,12 +30,31 @@ def add_parser(sub) -> argparse.ArgumentParser:
             presets. Exit code: 0 when every output is within its tolerance, 1 when some
             output is not, 2 when the case file itself is wrong."""),
         epilog="example: markovsim validate example   (the shipped models/cases/example.toml)")
-    p.add_argument("cases", metavar="CASES.toml", help="case file, or a bare name in models/cases/")
+    p.add_argument("cases", metavar="CASES.toml", nargs="?",
+                   help="case file, or a bare name in models/cases/ (optional with --calibrate)")
+    p.add_argument("--calibrate", metavar="CALIBRATION.toml",
+                   help="first fit a cluster's fault catalogue to an incident or fault log (a [calibrate] "
+                        "table: see markovsim.validate._calibration) and print the fitted values with "
+                        "their intervals and the checks against the fitted model, fitted outputs marked "
+                        "'(fitted output)'; fails when a check that was not fitted fails")
     c.add_common(p, sets=False)
     return p
 
 
 def run(args) -> int:
+    calibration = None
+    if args.calibrate:
+        calibration = run_calibration(args.calibrate)
+        if not args.json:
+            print(calibration.format_table())
+    if args.cases is None:
+        if calibration is None:
+            raise SpecError("validate: expected a case file (CASES.toml), --calibrate CALIBRATION.toml, or both")
+        if args.json:
+            c.print_json(calibration.to_dict())
+        return 0 if calibration.passed else 1
+    if calibration is not None and not args.json:
+        print()
     report = validate_cases(resolve(args.cases, folder="cases"))
     if args.csv:
         head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source")
@@ -48,10 +68,13 @@ def run(args) -> int:
             ax.set_title(Path(report.path).name)
 
         c.save_plot(args.plot, draw, force=args.force)
+    passed = report.passed and (calibration is None or calibration.passed)
     if args.json:
         payload = report.to_dict()
         payload["passed"] = report.passed
+        if calibration is not None:
+            payload["calibration"] = calibration.to_dict()
         c.print_json(payload)
     else:
         print(report.format_table())
-    return 0 if report.passed else 1
+    return 0 if passed else 1

@@ -67,6 +67,7 @@ from .._units import DAY
 from ..engine import gth
 from ._checks import concrete
 from ._model import AvailabilityModel, Rollback, SaveMode, inputs_valid
+from ._pool_chain import effective_repair, pool_wait
 
 __all__ = [
     "CAUSES",
@@ -156,10 +157,17 @@ def _spare_wait(model: AvailabilityModel, birth_rate, recovery):
     ``birth_rate`` per second of ``U``; repairs at :math:`k\mu`. Keeping the dead time
     after a spare-taking fault in the chain matters: during it the repairs progress but no
     fault can take the next spare, which a Poisson stream in wall time misses.
+
+    With ``pool.repair`` (phase-type repair) the chain counts the nodes in repair per phase
+    (:func:`markovsim.availability._pool_chain.pool_wait`); ``None`` keeps this
+    exponential chain.
     """
     pool = model.spares
     if pool is None:
         return jnp.zeros(()), jnp.zeros(())
+    if pool.repair is not None:  # phase-type repair: nodes in repair counted per phase
+        wait, p_empty = pool_wait(effective_repair(pool), pool.size, birth_rate, recovery)
+        return wait + pool.activation_time, p_empty
     s = pool.size
     mu = 1.0 / pool.repair_time
     b = jnp.maximum(birth_rate, 1e-300)

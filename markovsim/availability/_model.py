@@ -141,17 +141,32 @@ class CheckpointPolicy:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class SparePool:
-    """A pool of spare nodes with exponential repair (times in seconds).
+    """A pool of spare nodes (times in seconds).
 
     Attributes:
         size: spare nodes (hot or warm).
         repair_time: mean time to repair and return a failed node.
         activation_time: time to bring a spare in (0 for hot spares).
+        repair: the repair-time distribution, a phase-type
+            :class:`~markovsim.availability.PhaseType` (e.g. a fitted hyperexponential), or
+            ``None`` (default): exponential. Its shape enters the pool's chain (nodes in
+            repair counted per phase, :mod:`markovsim.availability._pool_chain`) with its
+            time scale set so the mean is ``repair_time``; the host check requires its own
+            mean to equal ``repair_time`` (relative 1e-6): build it with :meth:`with_repair`.
+            The chain is limited to ``MAX_POOL_STATES`` states (a
+            ``PoolChainTooLargeError`` names the size a larger pool would need).
     """
 
     size: int = _static(default=0)
     repair_time: float = 86400.0
     activation_time: float = 0.0
+    repair: object = None
+
+    @classmethod
+    def with_repair(cls, size: int, repair, activation_time: float = 0.0) -> "SparePool":
+        """A pool whose repair time follows ``repair`` (a ``PhaseType``), ``repair_time`` its mean."""
+        return cls(size=size, repair_time=jnp.asarray(float(repair.mean())), activation_time=activation_time,
+                   repair=repair)
 
 
 @jax.tree_util.register_dataclass
@@ -237,6 +252,14 @@ class AvailabilityModel:
         check_integer("checkpoint.memory_per_persistent", self.checkpoint.memory_per_persistent, minimum=0)
         if self.spares is not None:
             check_integer("spares.size", self.spares.size, minimum=0)
+            if self.spares.repair is not None:
+                from ._phasetype import PhaseType
+                from ._pool_chain import check_pool_size
+
+                if not isinstance(self.spares.repair, PhaseType):
+                    raise InvalidParameterError(
+                        f"spares.repair={self.spares.repair!r}: expected a PhaseType or None (exponential)")
+                check_pool_size(self.spares.size, self.spares.repair.alpha.shape[-1])
         return self
 
     def _check_values(self) -> "AvailabilityModel":
@@ -281,9 +304,25 @@ class AvailabilityModel:
         if self.spares is not None:
             check_positive("spares.repair_time", self.spares.repair_time)
             check_nonnegative("spares.activation_time", self.spares.activation_time)
+            if self.spares.repair is not None:
+                _check_repair(self.spares)
         check_nonnegative("migration_time", self.migration_time)
         check_positive("step_time", self.step_time)
         return self
+
+
+def _check_repair(pool: SparePool) -> None:
+    """Host check of ``spares.repair``: a valid phase-type whose mean is ``repair_time``."""
+    try:
+        pool.repair.validate()
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"spares.repair: {exc}") from None
+    mean = float(pool.repair.mean())
+    t = float(np.ravel(pool.repair_time)[0])
+    if not abs(mean - t) <= 1e-6 * t:
+        raise InvalidParameterError(
+            f"spares.repair: its mean is {mean!r} s but spares.repair_time={t!r} s; expected equal means "
+            "(build the pool with SparePool.with_repair(size, repair), or set repair_time to the mean)")
 
 
 def min_background_interval(cp: CheckpointPolicy):
@@ -329,6 +368,12 @@ def inputs_valid(model: AvailabilityModel):
         checks += [pos(cp.write_time), jnp.all(f(min_background_interval(cp)) < f(cp.interval))]
     if model.spares is not None:
         checks += [pos(model.spares.repair_time), nonneg(model.spares.activation_time)]
+        if model.spares.repair is not None:
+            a, S = f(model.spares.repair.alpha), f(model.spares.repair.S)
+            off = S - jnp.diag(jnp.diagonal(S))
+            checks += [nonneg(a), jnp.all(jnp.sum(a) <= 1.0 + 1e-9), nonneg(off),
+                       jnp.all(-jnp.sum(S, axis=-1) >= -1e-12 * jnp.max(jnp.abs(S))),
+                       jnp.all(jnp.diagonal(S) < 0.0)]
     return jnp.all(jnp.stack(checks))
 
 

@@ -7,7 +7,8 @@ of visiting every fault-free step, the simulator samples the geometric number of
 to the next fault and moves the checkpoint schedule through them at once (whole
 checkpoint cycles arithmetically). At a fault it samples the mode, predictive
 maintenance, each tier's success, faults during the exposed recovery phases (which
-restart them), the spare pool (actual repair timers), the lost partial step, and applies
+restart them), the spare pool (actual repair timers, exponential or drawn from the pool's
+phase-type repair distribution), the lost partial step, and applies
 the rollback. ``lax.scan`` runs over chunks of fault events inside a run-until-done ``while_loop``,
 ``jax.vmap`` over replicas.
 
@@ -34,6 +35,7 @@ from .._status import ResultStatus
 from .._random import uniforms
 from .._units import DAY
 from ._model import AvailabilityModel, Rollback, SaveMode
+from ._pool_chain import effective_repair
 
 __all__ = ["SimulationResult", "simulate"]
 
@@ -41,6 +43,8 @@ _RNG = "threefry2x32"  # counter-based, reproducible across backends
 _CHUNK = 8  # events per scan chunk inside the run-until-done loop
 _PREDRAWN = 3  # exposed-phase attempts drawn with the event (more go to a loop)
 _DRAWS = 6 + _PREDRAWN  # uniforms per event before the tiers' coverage draws
+#: first stream (third counter word) of the phase-type repair draws, apart from the retry loop's
+_REPAIR_STREAM = 0x40000000
 #: the twin refuses models whose recoveries need more than about e^this attempts each
 _MAX_LOG_ATTEMPTS = 30.0
 
@@ -142,6 +146,29 @@ def _segments(model: AvailabilityModel):
     return (L, jnp.array(nxt), jnp.array(reward), fresh, steady, cycle, credit_offset)
 
 
+def _phase_type_draw(ph, u, key_words, count, which):
+    """One draw of the phase-type time ``ph`` (seconds): ``u`` picks the first phase (or the
+    atom at zero), then the phase chain runs jump by jump, each jump with two uniforms of
+    its own stream of the event's counter ``count`` (``_REPAIR_STREAM + 2 j + which``)."""
+    k = ph.alpha.shape[-1]
+    rate = -jnp.diagonal(ph.S)
+    jumps = jnp.concatenate([ph.S - jnp.diag(jnp.diagonal(ph.S)), -jnp.sum(ph.S, axis=1, keepdims=True)], axis=1)
+    cum = jnp.cumsum(jnp.clip(jumps, 0.0, None) / rate[:, None], axis=1)
+    phase = jnp.minimum(jnp.searchsorted(jnp.cumsum(ph.alpha), u, side="right"), k)
+
+    def more(c):
+        return c[0] < k
+
+    def jump(c):
+        i, total, j = c
+        v = uniforms(key_words, count, 2, stream=_REPAIR_STREAM + 2 * j + which)
+        total = total - jnp.log(v[0]) / rate[i]
+        nxt = jnp.minimum(jnp.searchsorted(cum[i], v[1] * cum[i, -1], side="right"), k)
+        return nxt, total, j + 1
+
+    return jax.lax.while_loop(more, jump, (phase, jnp.zeros(()), jnp.uint32(0)))[1]
+
+
 def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     cp = model.checkpoint
     has_mem = cp.memory_per_persistent > 0
@@ -180,14 +207,21 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
     pool = model.spares
     n_slots = (pool.size + 1) if pool is not None else 1
 
-    def take_spare(slots, t, u):
+    def repair_draw(u, count, which):
+        """A node's repair time (seconds) from the uniform ``u`` (and, for phase-type repair,
+        the event's own streams; ``which`` separates the event's two draws)."""
+        if pool.repair is None:
+            return -pool.repair_time * jnp.log(u)
+        return _phase_type_draw(effective_repair(pool), u, key_words, count, which)
+
+    def take_spare(slots, t, u, count, which):
         """Take a spare at wall time t (u: a uniform draw); returns (slots, wait)."""
         if pool is None:
             return slots, 0.0
         busy = slots > t
         n_busy = jnp.sum(busy)
         free = jnp.argmin(busy)
-        back = t - pool.repair_time * jnp.log(u)
+        back = t + repair_draw(u, count, which)
         slots = slots.at[free].set(back)
         empty = n_busy >= pool.size
         first = jnp.argmin(slots)
@@ -258,7 +292,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
         i = jnp.minimum(jnp.searchsorted(cum, u_mode * cum[-1]), len(model.fault_names) - 1)
         predicted = u_pred < q[i]
         # predictive maintenance: graceful migration (and a spare)
-        slots_p, wait_p = take_spare(slots, t1, u_spare)
+        slots_p, wait_p = take_spare(slots, t1, u_spare, count, 0)
         pred_cost = model.migration_time + jnp.where(spare[i], wait_p, 0.0)
 
         # tier ladder
@@ -275,7 +309,7 @@ def _simulate_one(model: AvailabilityModel, key, horizon, dt):
             cost_down = cost_down + jnp.where(fail, D[tier] + R[tier], 0.0)
             tier = jnp.where(fail, fb[tier], tier)
             done = done | now_final
-        slots_r, wait_r = take_spare(slots, t1 + pre + cost_down, u_spare2)
+        slots_r, wait_r = take_spare(slots, t1 + pre + cost_down, u_spare2, count, 1)
         use_spare = spare[i] & takes[final]
         wait = jnp.where(use_spare, wait_r, 0.0)
 

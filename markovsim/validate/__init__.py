@@ -12,7 +12,8 @@ from ._harness import (
     register_case_kind as register_case_kind,
     validate_cases as validate_cases,
 )
+from ._calibration import CalibrationReport as CalibrationReport, run_calibration as run_calibration
 from ._report import ROLES as ROLES, CaseResult as CaseResult, ValidationReport as ValidationReport
 
-__all__ = ["CaseResult", "ValidationReport", "ROLES", "MODEL_KINDS", "case_kinds", "register_case_kind",
+__all__ = ["CalibrationReport", "run_calibration", "CaseResult", "ValidationReport", "ROLES", "MODEL_KINDS", "case_kinds", "register_case_kind",
            "validate_cases"]
