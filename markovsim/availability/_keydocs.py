@@ -50,7 +50,14 @@ KEY_DOCS = {
         "checkpoint.memory_save_time": "blocking time of one in-memory (peer) checkpoint",
         "spares": "the spare pool (absent: spares never run out)",
         "spares.size": "spare nodes",
-        "spares.repair_time": "mean time to repair a failed node and return it",
+        "spares.repair_time": "mean time to repair a failed node and return it (with [spares.repair]: "
+                              "optional, must equal the phases' mean)",
+        "spares.repair": "repair-time distribution (absent: exponential): a hyper-exponential, counted "
+                         "per phase in the spare pool's chain",
+        "spares.repair.instant": "share of repairs that take no time",
+        "spares.repair.phases": "the phases, each chosen with its share",
+        "spares.repair.phases[].share": "share of repairs in this phase",
+        "spares.repair.phases[].mean": "mean repair time in this phase",
         "spares.activation_time": "time to bring a spare in (0 for hot spares)",
         "prediction": "predictive maintenance",
         "prediction.coverage": "share of the predictable faults moved off gracefully",

@@ -19,7 +19,21 @@ tests for the shipped files):
     ``name``, ``catch_all`` (the tier that takes fault modes whose tier the plan lacks),
     ``step_time``, ``[checkpoint]``, optional ``[spares]`` and ``[prediction]``, and
     ``[[tiers]]`` in ladder order, each with ``rollback``, ``fallback`` (a tier name),
-    ``takes_spare`` and its phases.
+    ``takes_spare`` and its phases. ``[spares]`` may carry ``[spares.repair]``, a
+    hyper-exponential repair time (``instant``: share of repairs that take no time;
+    ``[[spares.repair.phases]]`` with ``share`` and ``mean``), which the spare pool's chain
+    counts per phase (small pools only: see ``MAX_POOL_STATES``)::
+
+        [spares]
+        size = 8
+        [spares.repair]
+        instant = 0.1
+        [[spares.repair.phases]]
+        share = 0.7
+        mean = "2 h"
+        [[spares.repair.phases]]
+        share = 0.2
+        mean = "30 h"
 """
 
 from __future__ import annotations
@@ -167,6 +181,31 @@ def load_recovery(path: str | Path) -> RecoveryPlan:
     return load_with(recovery_from_document, path, folder="recovery")
 
 
+def _repair_distribution(r: Table):
+    """A hyper-exponential repair time from ``[spares.repair]``: ``instant`` (share of repairs
+    that take no time) and ``[[spares.repair.phases]]`` with ``share`` and ``mean``."""
+    from ._phasetype import hyperexponential
+
+    instant = r.probability("instant", 0.0)
+    phases = r.tables("phases")
+    if not phases:
+        raise SpecError(f"{r.where}.phases: expected at least one phase ([[...phases]] with share and mean)")
+    shares, means = [], []
+    for ph in phases:
+        shares.append(ph.probability("share"))
+        means.append(ph.quantity("mean", "time", strictly_positive=True))
+        ph.finish()
+    r.finish()
+    total = sum(shares) + instant
+    if not abs(total - 1.0) <= 1e-9:
+        raise SpecError(f"{r.where}: phase shares {shares} plus instant={instant!r} sum to {total!r}; "
+                        "expected 1")
+    if instant >= 1.0:
+        raise SpecError(f"{r.where}.instant={instant!r}: expected below 1 (some repairs take time)")
+    branch = [x / (1.0 - instant) for x in shares]
+    return hyperexponential(branch, [1.0 / m for m in means], zero_mass=instant)
+
+
 @reads_document
 def recovery_from_document(doc: dict, *, where: str = "recovery", base: Path | None = None) -> RecoveryPlan:
     """A recovery plan from its document (see the module docstring); errors name ``where``."""
@@ -236,9 +275,19 @@ def recovery_from_document(doc: dict, *, where: str = "recovery", base: Path | N
     spares = None
     if "spares" in top:
         s = top.table("spares")
-        spares = SparePool(size=s.integer("size", minimum=0),
-                           repair_time=s.quantity("repair_time", "time", strictly_positive=True),
-                           activation_time=s.quantity("activation_time", "time", 0.0))
+        size = s.integer("size", minimum=0)
+        activation = s.quantity("activation_time", "time", 0.0)
+        repair = _repair_distribution(s.table("repair")) if "repair" in s.keys() else None
+        if repair is None:
+            spares = SparePool(size=size, repair_time=s.quantity("repair_time", "time", strictly_positive=True),
+                               activation_time=activation)
+        else:
+            mean = float(repair.mean())
+            given = s.quantity("repair_time", "time", mean, strictly_positive=True)
+            if not abs(given - mean) <= 1e-6 * mean:
+                raise SpecError(f"{s.where}.repair_time={given!r} s: the repair phases have mean {mean!r} s; "
+                                "expected the same (or leave repair_time out)")
+            spares = SparePool.with_repair(size, repair, activation_time=activation)
         s.finish()
     cover, migration = 0.0, 0.0
     if "prediction" in top:

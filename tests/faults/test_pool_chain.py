@@ -6,6 +6,7 @@ event-by-event simulation of the pool alone (numpy, a 99 % interval); closed for
 differences for gradients; the availability twin (99 % interval) for goodput.
 """
 
+import dataclasses
 import itertools
 import math
 
@@ -280,3 +281,65 @@ def test_node_classes_and_repair_leave_the_doubling_ratio_unchanged():
     for n in (100, 400, 3000):
         ratio = cluster_fault_rate_with_repair(lemons, n) / cluster_fault_rate_with_repair(lemons, 2 * n)
         assert ratio == pytest.approx(mtbf_ratio(lemons, n), rel=1e-12)
+
+
+# -- the repair distribution in a recovery file ----------------------------------------------
+
+_SPARES = """[spares]
+size = 64                    # assumption: 64 hot spare servers (about 3 % of 2,048)"""
+
+
+def _plan_with_spares(tmp_path, block: str):
+    from pathlib import Path
+
+    models = Path(__file__).resolve().parents[2] / "models"
+    text = (models / "recovery" / "gpu_tiered.toml").read_text()
+    start = text.index("[spares]")
+    end = text.index("\n\n", start)
+    path = tmp_path / "plan.toml"
+    path.write_text(text[:start] + block + text[end:])
+    return models / "clusters" / "gpu_8x_16k.toml", path
+
+
+def test_a_recovery_file_states_phase_type_repair(tmp_path):
+    from markovsim.availability import load_model
+
+    block = """[spares]
+size = 4
+activation_time = "60 s"
+[spares.repair]
+instant = 0.1
+[[spares.repair.phases]]
+share = 0.7
+mean = "2 h"
+[[spares.repair.phases]]
+share = 0.2
+mean = "30 h"
+"""
+    cluster, plan = _plan_with_spares(tmp_path, block)
+    model = load_model(cluster, plan, cards=4096)
+    want = hyperexponential([0.7 / 0.9, 0.2 / 0.9], [1 / (2 * H), 1 / (30 * H)], zero_mass=0.1)
+    assert float(model.spares.repair_time) == pytest.approx(0.7 * 2 * H + 0.2 * 30 * H, rel=1e-12)
+    direct = dataclasses.replace(model, spares=SparePool.with_repair(4, want, activation_time=60.0))
+    assert float(analyze(model).goodput) == pytest.approx(float(analyze(direct).goodput), rel=1e-12)
+    # the same mean with exponential repair waits less for spares (the heavy branch matters)
+    expo = dataclasses.replace(model, spares=SparePool(size=4, repair_time=model.spares.repair_time,
+                                                       activation_time=60.0))
+    assert float(analyze(expo).goodput) != pytest.approx(float(analyze(model).goodput), rel=1e-6)
+
+
+@pytest.mark.parametrize("block,needle", [
+    ("[spares]\nsize = 4\n[spares.repair]\n[[spares.repair.phases]]\nshare = 0.5\nmean = \"2 h\"\n",
+     r"spares.repair: phase shares \[0.5\] plus instant=0.0 sum to 0.5; expected 1"),
+    ("[spares]\nsize = 4\nrepair_time = \"3 h\"\n[spares.repair]\n[[spares.repair.phases]]\nshare = 1\n"
+     "mean = \"2 h\"\n", r"spares.repair_time=10800.0 s: the repair phases have mean 7200.0 s"),
+    ("[spares]\nsize = 4\n[spares.repair]\n[[spares.repair.phases]]\nshare = 1\nmean = \"2 GB\"\n",
+     r"spares.repair.phases\[0\].mean"),
+    ("[spares]\nsize = 4\n[spares.repair]\ninstant = 1.0\n", r"spares.repair.phases: required key is missing"),
+])
+def test_a_bad_repair_distribution_is_refused_naming_the_field(tmp_path, block, needle):
+    from markovsim.availability import load_model
+
+    cluster, plan = _plan_with_spares(tmp_path, block)
+    with pytest.raises(markovsim.MarkovsimError, match=needle):
+        load_model(cluster, plan, cards=4096)
