@@ -13,8 +13,10 @@ from contextlib import contextmanager
 
 from .._compile_cache import ENV_OFF, cli_cache
 
-#: JAX logs "Compiling <name> ..." (at DEBUG) on this logger before every lowering and compile
-_JAX_LOGGER = "jax._src.interpreters.pxla"
+#: JAX logs "Compiling <name> ..." (DEBUG) on the first logger before it lowers and compiles a
+#: program, and "Finished XLA compilation ..." on the second when the program is ready
+#: (compiled or read from the persistent cache)
+_JAX_LOGGERS = ("jax._src.interpreters.pxla", "jax._src.dispatch")
 #: seconds of compiling before the note is printed
 NOTE_AFTER_S = 1.0
 
@@ -41,30 +43,34 @@ def _stderr_is_tty() -> bool:
 
 
 class _CompileWatch(logging.Handler):
-    """Notes JAX's compiles; a watcher thread prints the note once compiling has gone on
-    for :data:`NOTE_AFTER_S` (a compile is seen in flight that long after the first)."""
+    """Follows JAX's compiles from its log records; a watcher thread prints the note once
+    while a compile is in flight and compiling has taken :data:`NOTE_AFTER_S` in all."""
 
     def __init__(self, command: str, cached: bool):
         super().__init__(logging.DEBUG)
         self.command, self.cached = command, cached
-        self.first = self.last = None
+        self.started = None  # when the compile in flight started (None: none in flight)
+        self.spent = 0.0  # seconds of finished compiles
         self.done = threading.Event()
         self.thread = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not str(record.msg).startswith("Compiling"):
-            return
+        text = str(record.msg)
         now = time.monotonic()
-        self.last = now
-        if self.first is None:
-            self.first = now
-            self.thread = threading.Thread(target=self._watch, daemon=True)
-            self.thread.start()
+        if text.startswith("Compiling"):
+            if self.started is None:
+                self.started = now
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._watch, daemon=True)
+                self.thread.start()
+        elif text.startswith("Finished XLA compilation") and self.started is not None:
+            self.spent += now - self.started
+            self.started = None
 
     def _watch(self) -> None:
-        while not self.done.wait(0.1):
-            now = time.monotonic()
-            if now - self.first >= NOTE_AFTER_S and now - self.last < 0.5:
+        while not self.done.wait(0.05):
+            started = self.started
+            if started is not None and self.spent + time.monotonic() - started >= NOTE_AFTER_S:
                 where = "; kept for later runs" if self.cached else ""
                 print(f"markovsim {self.command}: compiling with JAX (first run of this model's shape{where}) ...",
                       file=sys.stderr, flush=True)
@@ -79,17 +85,45 @@ def compile_support(args: argparse.Namespace, *, command_line: bool):
     if getattr(args, "quiet", False) or not _stderr_is_tty():
         yield
         return
-    logger = logging.getLogger(_JAX_LOGGER)
     watch = _CompileWatch(args.command, cached)
-    old_level, old_propagate = logger.level, logger.propagate
-    logger.addHandler(watch)
-    if not logger.isEnabledFor(logging.DEBUG):  # only our handler sees the records we enable
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
+    saved = []
+    for name in _JAX_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level, logger.propagate))
+        logger.addHandler(watch)
+        if not logger.isEnabledFor(logging.DEBUG):  # only our handler sees the records we enable
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
     try:
         yield
     finally:
         watch.done.set()
-        logger.removeHandler(watch)
-        logger.setLevel(old_level)
-        logger.propagate = old_propagate
+        for logger, level, propagate in saved:
+            logger.removeHandler(watch)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def progress_bar(args: argparse.Namespace, total: int, unit: str, desc: str | None = None):
+    """A tqdm bar on stderr when :func:`show_progress` allows it (else one that does
+    nothing); use as a context manager, ``bar.update()`` per item."""
+    if not show_progress(args) or getattr(args, "json", False):
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc or getattr(args, "command", None), file=sys.stderr,
+                dynamic_ncols=True, leave=False)
