@@ -39,6 +39,7 @@ from ._goodput import (
 )
 from ._optimum import (
     IntervalOptimum as IntervalOptimum,
+    analyze_and_optimum as analyze_and_optimum,
     checkpoint_interval_optimum as checkpoint_interval_optimum,
     optimal_checkpoint_interval as optimal_checkpoint_interval,
 )
@@ -220,3 +221,4 @@ from ._infinitehbd import (  # noqa: E402
 )
 
 __all__ += ["INFINITEHBD_EFFECTS", "infinitehbd_fit", "infinitehbd_rest_prediction", "write_infinitehbd_catalogue"]
+__all__ += ["analyze_and_optimum"]

@@ -418,7 +418,9 @@ def _solve_given(model: AvailabilityModel, running_share):
     work = work.at[rows].set(ell_i * wf * (1.0 - interf))
     saving = saving.at[rows].set(ell_i * (1.0 - wf + wf * interf))
     reward = reward.at[rows].set(jnp.where(np.array([r[5] for r in run]), surv, 0.0))
-    nu = gth(P)  # reads the off-diagonal entries: self-loops (one segment per interval) drop out
+    # reads the off-diagonal entries: self-loops (one segment per interval) drop out; the
+    # loop form compiles in a third less time than the unrolled one and runs as fast here
+    nu = gth(P, unroll=False)
     T = nu @ hold
     L_run = nu @ ell
     good = cp.interval * scale * (nu @ reward) / T
