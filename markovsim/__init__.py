@@ -66,3 +66,7 @@ def __getattr__(name: str):
 from ._status import ResultStatus as ResultStatus  # noqa: E402  (domain results' status)
 
 __all__ += ["ResultStatus"]
+
+from ._compile_cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
+
+__all__ += ["enable_compilation_cache"]

@@ -6,6 +6,10 @@ on demand: ``HYPOTHESIS_PROFILE=thorough make test``.
 
 import os
 
+# the CLI keeps JAX's compiled programs in the user's cache directory; tests leave it alone
+# (tests of the cache point it at a temporary directory)
+os.environ.setdefault("MARKOVSIM_NO_COMPILE_CACHE", "1")
+
 from hypothesis import HealthCheck, settings
 
 import markovsim  # noqa: F401  (switches on float64 before any test touches JAX)

@@ -17,7 +17,7 @@ import textwrap
 import tomllib
 
 from .._errors import MarkovsimError
-from . import _goodput, _infer, _keys, _plan, _repro, _sweep, _train, _validate
+from . import _goodput, _infer, _keys, _plan, _repro, _speed, _sweep, _train, _validate
 
 __all__ = ["main", "build_parser"]
 
@@ -36,12 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMANDS:
-        module.add_parser(sub).set_defaults(module=module)
+        command = module.add_parser(sub)
+        _speed.add_options(command)
+        command.set_defaults(module=module)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    command_line = argv is None  # the persistent compile cache only for a real command line
     args = parser.parse_args(argv)
     if not getattr(args, "module", None):
         parser.print_help()
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"markovsim {args.command}: warning: {text}", file=sys.stderr)
 
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _speed.compile_support(args, command_line=command_line):
             warnings.showwarning = one_line  # filters stay as they are (errors in markovsim's own tests)
             return int(args.module.run(args) or 0)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly

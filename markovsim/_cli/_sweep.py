@@ -18,6 +18,7 @@ from .._io import Override, annotate, apply_overrides, parse_variation, read_doc
 from .._grid import REASON_ATTRS, check_output, point_statuses, save_sweep, status_attrs
 from ..validate import MODEL_KINDS
 from . import _common as c
+from ._speed import progress_bar
 from ._goodput import add_job_options, job_document
 
 HELP = "evaluate a model file over a grid of changed values, written as an xarray Dataset"
@@ -198,14 +199,12 @@ def _evaluate(kind_name: str, docs, label: str, base, labels, args) -> list:
             futures = client.map(evaluate_point, [kind_name] * len(docs), docs, [label] * len(docs),
                                  [base] * len(docs), pure=False)
             return client.gather(futures)
-    show = sys.stderr.isatty() and not args.json
     results = []
-    for count, (doc, name) in enumerate(zip(docs, labels)):
-        if show:
-            print(f"\rpoint {count + 1}/{len(docs)}: {name}", end="", file=sys.stderr, flush=True)
-        results.append(evaluate_point(kind_name, doc, label, base))
-    if show:
-        print(file=sys.stderr)
+    with progress_bar(args, len(docs), "point") as bar:
+        for doc, name in zip(docs, labels):
+            bar.set_postfix_str(name, refresh=False)
+            results.append(evaluate_point(kind_name, doc, label, base))
+            bar.update()
     return results
 
 

@@ -39,6 +39,7 @@ from ._goodput import (
 )
 from ._optimum import (
     IntervalOptimum as IntervalOptimum,
+    analyze_and_optimum as analyze_and_optimum,
     checkpoint_interval_optimum as checkpoint_interval_optimum,
     optimal_checkpoint_interval as optimal_checkpoint_interval,
 )
@@ -233,3 +234,4 @@ from ._pool_chain import (  # noqa: E402
 
 __all__ += ["MAX_POOL_STATES", "PoolChainTooLargeError", "cluster_fault_rate_with_repair", "effective_repair",
             "node_up_share", "pool_states", "pool_wait", "repair_mixture"]
+__all__ += ["analyze_and_optimum"]

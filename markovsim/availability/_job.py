@@ -31,8 +31,8 @@ from typing import Callable
 from .._errors import SpecError
 from .._io import ModelKind, Reference, Table, base_of, label, load_with, reads_document, reference
 from ._faults import FaultCatalogue
-from ._goodput import CAUSES, analyze
-from ._optimum import optimal_checkpoint_interval
+from ._goodput import CAUSES
+from ._optimum import analyze_and_optimum
 from ._model import AvailabilityModel
 from ._spec import (CLUSTER_REFERENCES, RecoveryPlan, build_model, cluster_from_document,
                     recovery_from_document)
@@ -150,12 +150,16 @@ class _Lazy(Mapping):
 def job_outputs(model: AvailabilityModel) -> Mapping[str, float]:
     """The scalar outputs of an availability model (see the module documentation), each
     computed when first read; ``dict(job_outputs(model))`` computes them all."""
-    result = functools.cache(lambda: analyze(model))
-    optimum = functools.cache(lambda: float(optimal_checkpoint_interval(model)))
+    both = functools.cache(lambda: analyze_and_optimum(model))  # one compiled program for both
 
-    def at_optimum():
-        cp = dataclasses.replace(model.checkpoint, interval=optimum())
-        return analyze(dataclasses.replace(model, checkpoint=cp)).goodput
+    def result():
+        return both()[0]
+
+    def optimum():
+        return float(both()[1].interval)
+
+    def at_optimum():  # the goodput the search found at that interval
+        return both()[1].goodput
 
     thunks: dict[str, Callable[[], float]] = {
         "goodput": lambda: result().goodput,

@@ -29,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._status import ResultStatus
-from ._goodput import _episodes, _invalid_detail, _solve, run_checked
+from .._status import ResultStatus, check_status
+from ._checks import concrete
+from ._goodput import GoodputResult, _batched, _episodes, _invalid_detail, _solve, analyze, run_checked
 from ._model import AvailabilityModel, SaveMode, min_background_interval
 
 __all__ = ["IntervalOptimum", "checkpoint_interval_optimum", "optimal_checkpoint_interval"]
@@ -196,3 +197,39 @@ def optimal_checkpoint_interval(model: AvailabilityModel, *, throw: bool = True)
     the status and the ranges.
     """
     return checkpoint_interval_optimum(model, throw=throw).interval
+
+
+def _analysis_and_optimum(model: AvailabilityModel):
+    return _solve(model), _optimum(model)
+
+
+_both_jit = jax.jit(_analysis_and_optimum)
+
+
+def analyze_and_optimum(model: AvailabilityModel, *,
+                        throw: bool = True) -> tuple[GoodputResult, IntervalOptimum]:
+    """:func:`~markovsim.availability.analyze` and :func:`checkpoint_interval_optimum` of
+    one model from one compiled program: the optimum's search contains the goodput solver,
+    so compiling both together costs little more than the optimum alone (compiling them
+    apart costs both). The same values, checks and statuses as the two calls; a batch of
+    models (or a traced one) takes the two calls.
+
+    Args:
+        model: the availability model.
+        throw: as for :func:`~markovsim.availability.analyze` (validation on the host,
+            errors for failed results, a warning when the optimum sits on a bound).
+
+    Returns:
+        ``(GoodputResult, IntervalOptimum)``.
+    """
+    model.check_structure()
+    if _batched(model) or not concrete(model):
+        return analyze(model, throw=throw), checkpoint_interval_optimum(model, throw=throw)
+    if throw:
+        model.validate()
+    result, opt = _both_jit(model)
+    if throw:
+        check_status(result.status, what="analyze", detail=lambda i, st: _invalid_detail(model, i, st))
+        check_status(opt.status, what="checkpoint_interval_optimum",
+                     detail=lambda i, st: _bound_detail(model, opt, i, st))
+    return result, opt

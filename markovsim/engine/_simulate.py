@@ -32,7 +32,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
-import scipy.stats
 
 from .._errors import InvalidParameterError, SolverError, check_integer
 from ._chain import DTMC, as_chain
@@ -337,6 +336,8 @@ def _estimate(samples: np.ndarray, level: float) -> Estimate:
         raise InvalidParameterError(f"replicas={r}: a confidence interval needs at least 2 replicas")
     mean = float(samples.mean())
     stderr = float(samples.std(ddof=1) / np.sqrt(r))
+    import scipy.stats  # lazily: importing it costs ~0.5-2 s of every CLI start
+
     q = float(scipy.stats.t.ppf(0.5 + level / 2.0, r - 1))
     return Estimate(mean, stderr, mean - q * stderr, mean + q * stderr, float(level), int(r))
 
