@@ -59,18 +59,7 @@ def chain_of(chain: Any) -> CTMC | DTMC:
 
 def check_distribution(name: str, p: Any, n: int) -> np.ndarray:
     """A probability row vector of length ``n`` on the host, or an error naming ``name``."""
-    try:
-        arr = np.asarray(p, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name}: expected a numeric vector of {n} probabilities, "
-                                    f"got {type(p).__name__}") from None
-    if arr.shape != (n,):
-        raise InvalidParameterError(f"{name}: got shape {arr.shape}, expected ({n},) "
-                                    f"(one probability per state of the {n}-state chain)")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InvalidParameterError(f"{name}[{i}]={float(arr[i])!r}: expected a finite probability")
+    arr = _finite_vector(name, p, n, "probabilities", "probability")
     if (arr < 0).any():
         i = int(np.argmax(arr < 0))
         raise InvalidParameterError(f"{name}[{i}]={float(arr[i])!r}: expected a probability >= 0")
@@ -78,6 +67,23 @@ def check_distribution(name: str, p: Any, n: int) -> np.ndarray:
     if abs(total - 1.0) > P0_ATOL:
         raise InvalidParameterError(f"{name} sums to {total!r}: expected a probability vector "
                                     f"summing to 1 (within {P0_ATOL})")
+    return arr
+
+
+def _finite_vector(name: str, v: Any, n: int, plural: str, singular: str) -> np.ndarray:
+    """A finite float vector of shape ``(n,)`` on the host, or an error naming ``name``."""
+    try:
+        arr = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name}: expected a numeric vector of {n} {plural}, "
+                                    f"got {type(v).__name__}") from None
+    if arr.shape != (n,):
+        raise InvalidParameterError(f"{name}: got shape {arr.shape}, expected ({n},) "
+                                    f"(one {singular} per state of the {n}-state chain)")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidParameterError(f"{name}[{i}]={float(arr[i])!r}: expected a finite {singular}")
     return arr
 
 
@@ -105,18 +111,7 @@ def check_times(name: str, t: Any, *, integer: bool) -> np.ndarray:
 
 def check_vector(name: str, r: Any, n: int) -> np.ndarray:
     """A finite vector of length ``n`` (e.g. rewards per state)."""
-    try:
-        arr = np.asarray(r, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name}: expected a numeric vector of length {n}, "
-                                    f"got {type(r).__name__}") from None
-    if arr.shape != (n,):
-        raise InvalidParameterError(f"{name}: got shape {arr.shape}, expected ({n},) (one value per state)")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InvalidParameterError(f"{name}[{i}]={float(arr[i])!r}: expected a finite number")
-    return arr
+    return _finite_vector(name, r, n, "values", "value")
 
 
 def check_square(name: str, c: Any, n: int):
