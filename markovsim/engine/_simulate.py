@@ -288,13 +288,7 @@ def simulate_ctmc(chain: Any, p0: Any, t_end: Any, key: Any, *, replicas: int = 
     if isinstance(chain, DTMC):
         raise TypeError("simulate_ctmc: got a DTMC; use simulate_dtmc")
     replicas, max_events = _counts(replicas, max_events)
-    world = array_world(chain, p0, t_end, key)
-    chain, p0j = _host_checks(chain, p0, world)
-    if world != "traced":
-        check_times("t_end", t_end, integer=False)
-        if np.ndim(t_end) != 0:
-            raise InvalidParameterError(f"t_end: expected a scalar horizon, got shape {np.shape(t_end)}")
-        key = _check_key(key)
+    chain, p0j, t_end, key = _checked_inputs(chain, p0, t_end, key, "t_end", integer=False)
     nbr, cum, out = _jumps(chain, dtmc=False)
     stop = jnp.zeros(out.shape[0], dtype=bool)
     return _ctmc_paths(nbr, cum, out, p0j.astype(cum.dtype), t_end, stop, key, replicas, max_events)
@@ -318,16 +312,23 @@ def simulate_dtmc(chain: Any, p0: Any, steps: Any, key: Any, *, replicas: int = 
     if not isinstance(chain, DTMC):
         raise TypeError("simulate_dtmc: expected a DTMC (wrap a transition matrix: DTMC(P))")
     replicas, _ = _counts(replicas)
-    world = array_world(chain, p0, steps, key)
-    chain, p0j = _host_checks(chain, p0, world)
-    if world != "traced":
-        check_times("steps", steps, integer=True)
-        if np.ndim(steps) != 0:
-            raise InvalidParameterError(f"steps: expected a scalar, got shape {np.shape(steps)}")
-        steps = int(steps)
-        key = _check_key(key)
+    chain, p0j, steps, key = _checked_inputs(chain, p0, steps, key, "steps", integer=True)
     nbr, cum, total = _jumps(chain, dtmc=True)
     return _dtmc_paths(nbr, cum, total, p0j.astype(cum.dtype), steps, key, replicas)
+
+
+def _checked_inputs(chain, p0, horizon, key, name: str, *, integer: bool):
+    """Host checks of a simulation's inputs (skipped under tracing): the chain, ``p0``, a
+    scalar horizon (seconds, or whole steps when ``integer``) and the PRNG key."""
+    world = array_world(chain, p0, horizon, key)
+    chain, p0j = _host_checks(chain, p0, world)
+    if world != "traced":
+        check_times(name, horizon, integer=integer)
+        if np.ndim(horizon) != 0:
+            raise InvalidParameterError(f"{name}: expected a scalar horizon, got shape {np.shape(horizon)}")
+        horizon = int(horizon) if integer else horizon
+        key = _check_key(key)
+    return chain, p0j, horizon, key
 
 
 def _estimate(samples: np.ndarray, level: float) -> Estimate:
