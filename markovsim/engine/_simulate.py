@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._errors import InvalidParameterError, SolverError, check_integer
+from .._estimate import Estimate
 from ._chain import DTMC, as_chain
 from ._checks import array_world, check_distribution, check_times, check_vector, state_mask
 from ._structure import validate_chain
@@ -87,30 +88,6 @@ class SimulationResult:
     def truncated(self):
         """Boolean mask of the replicas stopped by ``max_events``."""
         return self.status == SimulationStatus.MAX_EVENTS
-
-
-@dataclasses.dataclass(frozen=True)
-class Estimate:
-    """A Monte Carlo estimate with its confidence interval.
-
-    Attributes:
-        mean: the sample mean over replicas.
-        stderr: its standard error (sample standard deviation / sqrt(replicas)).
-        ci_low, ci_high: the Student-t confidence interval of level ``level``.
-        level: the confidence level, e.g. 0.99.
-        replicas: number of replicas.
-    """
-
-    mean: float
-    stderr: float
-    ci_low: float
-    ci_high: float
-    level: float
-    replicas: int
-
-    def contains(self, value: float) -> bool:
-        """True when ``value`` lies inside the confidence interval."""
-        return bool(self.ci_low <= value <= self.ci_high)
 
 
 # ----------------------------------------------------------------------------- jump structure
@@ -340,7 +317,7 @@ def _estimate(samples: np.ndarray, level: float) -> Estimate:
     import scipy.stats  # lazily: importing it costs ~0.5-2 s of every CLI start
 
     q = float(scipy.stats.t.ppf(0.5 + level / 2.0, r - 1))
-    return Estimate(mean, stderr, mean - q * stderr, mean + q * stderr, float(level), int(r))
+    return Estimate(mean, stderr, mean - q * stderr, mean + q * stderr, level=float(level), replicas=int(r))
 
 
 def _check_level(level):
