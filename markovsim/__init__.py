@@ -66,3 +66,7 @@ def __getattr__(name: str):
 from ._status import ResultStatus as ResultStatus  # noqa: E402  (domain results' status)
 
 __all__ += ["ResultStatus"]
+
+from ._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

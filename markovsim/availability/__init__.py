@@ -220,3 +220,7 @@ from ._infinitehbd import (  # noqa: E402
 )
 
 __all__ += ["INFINITEHBD_EFFECTS", "infinitehbd_fit", "infinitehbd_rest_prediction", "write_infinitehbd_catalogue"]
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

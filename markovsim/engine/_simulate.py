@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.stats
 
-from .._errors import InvalidParameterError, SolverError, check_integer
+from .._errors import InvalidParameterError, InvalidTypeError, SolverError, check_integer
 from ._chain import DTMC, as_chain
 from ._checks import array_world, check_distribution, check_times, check_vector, state_mask
 from ._structure import validate_chain
@@ -317,7 +317,7 @@ def simulate_dtmc(chain: Any, p0: Any, steps: Any, key: Any, *, replicas: int = 
     """
     chain = as_chain(chain)
     if not isinstance(chain, DTMC):
-        raise TypeError("simulate_dtmc: expected a DTMC (wrap a transition matrix: DTMC(P))")
+        raise InvalidTypeError("simulate_dtmc: expected a DTMC (wrap a transition matrix: DTMC(P))")
     replicas, _ = _counts(replicas)
     world = array_world(chain, p0, steps, key)
     chain, p0j = _host_checks(chain, p0, world)
