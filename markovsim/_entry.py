@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -32,12 +32,16 @@ from ._errors import InvalidParameterError, InvalidTypeError, _is_traced, check_
 MAX_COUNT = 2**31 - 1
 
 _T, _POS, _INT, _INT0, _P, _NUM, _NN = "time", "positive", "integer", "integer0", "probability", "number", "nonnegative"
+_SIZE, _TP, _W = "size", "positive time", "lambertw argument"
+#: the longest time any function accepts, seconds (about 32 million years): beyond it the
+#: closed forms overflow float64 or a simulation could never finish
+MAX_TIME = 1e15
 #: parameter name -> domain, where the name means the same thing across the public API
 NUMBERS: dict[str, str] = {
     # times, seconds
-    "save_time": _NN, "restart_time": _NN, "downtime": _NN, "mtbf": _POS, "interval": _POS,
-    "t_end": _NN, "step_time_s": _NN, "latency_s": _NN, "horizon": _POS, "duration": _POS, "window": _POS,
-    "days": _POS,
+    "save_time": _T, "restart_time": _T, "downtime": _T, "mtbf": _TP, "interval": _TP,
+    "t_end": _T, "step_time_s": _T, "latency_s": _T, "horizon": _TP, "duration": _TP, "window": _TP,
+    "days": _SIZE, "nodes": _SIZE, "job_nodes": _SIZE, "reported": _POS,
     # rates, sizes, throughputs
     "rates": _POS, "bandwidth_bytes_per_s": _POS, "size_bytes": _NN, "throughput": _NN, "base_throughput": _POS,
     "demand_tokens_per_s": _POS, "card_fault_rate": _NN, "exposure": _POS, "ratio": _POS,
@@ -54,7 +58,7 @@ NUMBERS: dict[str, str] = {
     "runs": _INT, "classes": _INT, "iterations": _INT, "starts": _INT, "n_classes": _INT, "events": _INT,
     "max_recovering": _INT0, "chunk_size": _INT, "max_tp": _INT, "max_pp": _INT, "ranks_per_node": _INT,
     "max_phases": _INT, "repair_min_per_class": _INT, "rate_classes": _INT, "warmup": _INT0,
-    "n": _NUM, "z": _NUM, "t": _NN, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _POS,
+    "n": _NUM, "z": _W, "t": _T, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _TP,
     "absorbing": _NUM, "targets": _NUM,
 }
 #: the same for names whose meaning depends on the package: (package, name) -> (check, domain)
@@ -72,7 +76,9 @@ ENUMS: dict[str, str] = {"kind": "Collective", "schedule": "Schedule", "algorith
                          "effect": "Effect", "form": "PhaseForm", "reach": "Reach"}
 #: parameters that take an array of at least one dimension
 ARRAYS = frozenset({"durations", "censored", "counts", "probabilities", "rates", "continue_probabilities",
-                    "times", "p0"})
+                    "times", "p0", "sizes"})
+#: parameters that name a file a function reads (it must exist)
+READ_PATHS = frozenset({"path", "name_or_path"})
 #: parameters that take a square matrix (dense or scipy.sparse)
 MATRICES = frozenset({"Q", "P"})
 
@@ -117,8 +123,9 @@ def _check_value(fname: str, pname: str, value: Any, domain: str) -> None:
     if domain in (_INT, _INT0):
         if isinstance(value, (list, tuple, np.ndarray)):
             arr = np.asarray(check_number(label, value))
-            if arr.size and (arr > MAX_COUNT).any():
-                raise InvalidParameterError(f"{label}={value!r:.60}: expected integers <= {MAX_COUNT}")
+            low = 1 if domain == _INT else 0
+            if arr.size and ((arr > MAX_COUNT).any() or (arr < low).any() or (arr != np.round(arr)).any()):
+                raise InvalidParameterError(f"{label}={value!r:.60}: expected integers from {low} to {MAX_COUNT}")
             return
         check_integer(label, value, minimum=1 if domain == _INT else 0, maximum=MAX_COUNT)
         return
@@ -126,7 +133,15 @@ def _check_value(fname: str, pname: str, value: Any, domain: str) -> None:
             value, numbers.Real)):
         check_number(label, value)  # raises, naming the value
     if isinstance(value, (numbers.Real, list, tuple, np.ndarray, np.generic)):
-        if domain == _POS:
+        if domain == _T:
+            check_number(label, value, minimum=0.0, maximum=MAX_TIME, unit="s")
+        elif domain == _TP:
+            check_number(label, value, positive=True, maximum=MAX_TIME, unit="s")
+        elif domain == _SIZE:
+            check_number(label, value, positive=True, maximum=float(MAX_COUNT))
+        elif domain == _W:
+            check_number(label, value, minimum=-float(np.exp(-1.0)))
+        elif domain == _POS:
             check_number(label, value, positive=True)
         elif domain == _NN:
             check_number(label, value, minimum=0.0)
@@ -157,6 +172,22 @@ def _check_matrix(fname: str, pname: str, value: Any) -> None:
         shape = np.shape(arr)
     if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
         raise InvalidParameterError(f"{fname}: {pname}: expected a square matrix, got shape {tuple(shape)}")
+
+
+def _check_path(fname: str, pname: str, value: Any, *, presets: bool) -> None:
+    import os
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidTypeError(f"{fname}: {pname}={value!r:.60}: expected a file name (str or Path), "
+                               f"got {type(value).__name__}")
+    text = os.fspath(value)
+    if not text or "\x00" in text:
+        raise InvalidParameterError(f"{fname}: {pname}={value!r:.60}: expected a file name")
+    # a path must exist; for readers of presets, a bare name is a shipped preset, which the
+    # reader itself resolves (and names when it is not one)
+    bare = os.sep not in text and "." not in os.path.basename(text)
+    if not (presets and bare) and not os.path.exists(text):
+        raise InvalidParameterError(f"{fname}: {pname}={text!r}: file not found")
 
 
 def _check_key(fname: str, pname: str, value: Any) -> None:
@@ -194,8 +225,16 @@ def guard(fn: Callable, name: str | None = None) -> Callable:
         if cls is None and p.annotation is inspect.Parameter.empty:
             cls = OBJECTS_IN.get((package, p.name), OBJECTS.get(p.name))
         optional = p.default is None or (isinstance(p.annotation, str) and "None" in p.annotation)
+        text = p.annotation if isinstance(p.annotation, str) else ""
         if p.name == "key":
             checks[p.name] = ("key", None)
+        elif p.name == "doc" or text.startswith(("dict[", "Mapping[", "dict |", "Mapping |")) or text in (
+                "dict", "Mapping"):
+            checks[p.name] = ("mapping", None, optional)
+        elif p.name in READ_PATHS:
+            checks[p.name] = ("path", name.startswith("load_") or name == "validate_cases")
+        elif text.startswith(("Sequence[", "list[", "tuple[")) and p.name not in NUMBERS and p.name not in ARRAYS:
+            checks[p.name] = ("sequence", None, optional)
         elif p.name in ENUMS and (cls is None or cls == ENUMS[p.name]):
             checks[p.name] = ("enum", ENUMS[p.name])
         elif cls is not None and cls[:1].isupper():
@@ -239,6 +278,16 @@ def guard(fn: Callable, name: str | None = None) -> Callable:
                 _check_value(name, pname, value, how[1])
             elif how[0] == "key":
                 _check_key(name, pname, value)
+            elif how[0] == "mapping":
+                if not (value is None and how[2]) and not isinstance(value, Mapping):
+                    raise InvalidTypeError(f"{name}: {pname}={value!r:.60}: expected a table (dict), "
+                                           f"got {type(value).__name__}")
+            elif how[0] == "sequence":
+                if not (value is None and how[2]) and not isinstance(value, (list, tuple)):
+                    raise InvalidTypeError(f"{name}: {pname}={value!r:.60}: expected a list, "
+                                           f"got {type(value).__name__}")
+            elif how[0] == "path":
+                _check_path(name, pname, value, presets=how[1])
             else:
                 if value is None and how[2]:
                     continue

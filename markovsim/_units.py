@@ -52,9 +52,10 @@ def _scaled(name, x, factor, *, positive=False, unit=""):
 
     if _is_traced(x):
         return x * factor
-    check_number(name, x, minimum=None if positive else 0.0, positive=positive, unit=unit)
-    out = x * factor
     import numpy as np
+
+    checked = check_number(name, x, minimum=None if positive else 0.0, positive=positive, unit=unit)
+    out = x * factor if not isinstance(x, (list, tuple)) else checked * factor
 
     if not np.all(np.isfinite(np.asarray(out, dtype=float))):
         raise InvalidParameterError(

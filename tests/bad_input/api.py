@@ -123,7 +123,8 @@ _GOOD: dict[str, Callable[[], Any]] = {
     # availability
     "catalogue": lambda: cluster()[1], "shape": lambda: cluster()[0], "cards": lambda: 1024,
     "model": av_model, "cp": lambda: av_model().checkpoint, "counts": lambda: np.array([1.0, 3.0, 2.0, 5.0]),
-    "durations": lambda: np.array([1.0, 2.0, 3.0, 4.0]), "censored": lambda: np.array([False] * 4),
+    "durations": lambda: np.random.default_rng(1).exponential(100.0, 60),
+    "censored": lambda: np.zeros(60, dtype=bool),
     "probabilities": lambda: [0.5, 0.5], "rates": lambda: [1.0, 2.0], "continue_probabilities": lambda: [0.5],
     "phases": lambda: 2, "count": lambda: 3, "exposure": lambda: 10.0, "log": fault_log, "window": lambda: 3600.0,
     # training
@@ -167,8 +168,102 @@ _GOOD_FOR: dict[str, dict[str, Callable[[], Any]]] = {
     "markovsim.kronecker_product": {},
 }
 
-#: public names not called here, with the reason
-NOT_CALLED: dict[str, str] = {}
+@functools.cache
+def fit():
+    return _av().infinitehbd_fit()
+
+
+def _shipped(folder: str, name: str) -> str:
+    from pathlib import Path
+    return str(Path(__file__).resolve().parents[2] / "models" / folder / f"{name}.toml")
+
+
+def _doc(folder: str, name: str):
+    import tomllib
+    with open(_shipped(folder, name), "rb") as fh:
+        return tomllib.load(fh)
+
+
+_PATHS = {  # the good file of each reader; bad paths, bad files and bad documents replace it
+    "markovsim.availability.load_cluster": ("clusters", "gpu_8x_16k"),
+    "markovsim.availability.load_faults": ("faults", "gpu_training"),
+    "markovsim.availability.load_recovery": ("recovery", "gpu_tiered"),
+    "markovsim.training.load_hardware": ("hardware", "h100_sxm"),
+    "markovsim.training.load_plan": ("plans", "llama3_70b_h100_64"),
+    "markovsim.training.load_workload": ("workloads", "llama3_70b"),
+    "markovsim.inference.load_inference_model": ("inference", "deepseek_v3_8gpu"),
+    "markovsim.availability.load_fitted_catalogue": ("faults/fitted", "infinitehbd.fit"),
+    "markovsim.validate.validate_cases": ("cases", "example"),
+    "markovsim.training.runs_from_cases": ("cases", "gpu_training_runs"),
+}
+_DOCS = {
+    "markovsim.availability.cluster_from_document": ("clusters", "gpu_8x_16k"),
+    "markovsim.availability.faults_from_document": ("faults", "gpu_training"),
+    "markovsim.availability.recovery_from_document": ("recovery", "gpu_tiered"),
+    "markovsim.training.hardware_from_document": ("hardware", "h100_sxm"),
+    "markovsim.training.plan_from_document": ("plans", "llama3_70b_h100_64"),
+    "markovsim.training.workload_from_document": ("workloads", "llama3_70b"),
+    "markovsim.inference.inference_model_from_document": ("inference", "deepseek_v3_8gpu"),
+    "markovsim.availability.is_cluster": ("clusters", "gpu_8x_16k"),
+    "markovsim.availability.is_job": ("clusters", "gpu_8x_16k"),
+    "markovsim.availability.is_recovery": ("recovery", "gpu_tiered"),
+}
+for _name, (_folder, _file) in _PATHS.items():
+    _GOOD_FOR.setdefault(_name, {})["path"] = (lambda f=_folder, n=_file: _shipped(f, n))
+    _GOOD_FOR[_name]["name_or_path"] = _GOOD_FOR[_name]["path"]
+for _name, (_folder, _file) in _DOCS.items():
+    _GOOD_FOR.setdefault(_name, {})["doc"] = (lambda f=_folder, n=_file: _doc(f, n))
+_GOOD_FOR["markovsim.availability.job_from_document"] = {
+    "doc": lambda: {"cluster": "gpu_8x_16k", "recovery": "gpu_checkpoint_only", "cards": 1024}}
+_GOOD_FOR["markovsim.availability.load_model"] = {"cluster": lambda: "gpu_8x_16k",
+                                                  "recovery": lambda: "gpu_checkpoint_only"}
+_GOOD.update({
+    "fit": fit, "nodes": lambda: 400, "job_nodes": lambda: np.array([8.0, 64.0]),
+    "sizes": lambda: [4, 8], "extra_instances": lambda: 1, "points": lambda: [],
+    "shocks": lambda: _av().cluster_shocks(fault_log(), 3600.0), "n_classes": lambda: 2,
+    "times": lambda: np.array([1.0, 5.0, 9.0, 20.0]), "duration": lambda: 86400.0,
+    "days": lambda: 54.0, "reported": lambda: 419.0,
+})
+_GOOD_FOR["markovsim.training.scaling_curve"] = {"plan": lambda: plan_spec().plan, "cards": lambda: [64, 128]}
+_GOOD_FOR["markovsim.training.linearity_band"] = {
+    "plan": lambda: plan_spec().plan, "base_cards": lambda: 64, "cards": lambda: 128,
+    "batches": lambda: [__import__("markovsim.training", fromlist=["x"]).batch_rule("fixed-global")]}
+_GOOD_FOR["markovsim.training.linearity_points"] = {
+    "sizes": lambda: [64, 128], "batch": lambda: __import__("markovsim.training", fromlist=["x"]).batch_rule(
+        "fixed-global")}
+_GOOD_FOR["markovsim.availability.mtbf_ratio"] = {"model": lambda: fit().model}
+_GOOD_FOR["markovsim.availability.mtbf_elasticity"] = {"model": lambda: fit().model}
+_GOOD_FOR["markovsim.availability.cluster_fault_rate"] = {"model": lambda: fit().model}
+_GOOD_FOR["markovsim.availability.job_interruption_rate"] = {"model": lambda: fit().model}
+_GOOD_FOR["markovsim.availability.predict_next_window"] = {"simulations": lambda: 20}
+_GOOD_FOR["markovsim.availability.published_run_check"] = {"cards": lambda: 16384, "availability": lambda: 0.9}
+_GOOD_FOR["markovsim.inference.cheapest_fleet"] = {
+    "target": lambda: 0.99, "sizes": lambda: [8], "extra_instances": lambda: 1}
+
+#: public functions not called with bad arguments here, with the reason (each is reached
+#: another way, or takes only arguments a user cannot get wrong in kind)
+NOT_CALLED: dict[str, str] = {
+    "markovsim.to_jax_function": "takes a sympy expression and its symbols (symbolic part of the engine)",
+    "markovsim.sweep": "takes a function and axes; its CLI (markovsim sweep) is in the CLI part",
+    "markovsim.open_sweep": "reads a store written by sweep; bad stores: tests/test_sweep_store.py",
+    "markovsim.availability.read_fault_log": "bad files: the file part (test_bad_files)",
+    "markovsim.availability.read_incident_log": "bad files: the file part (test_bad_files)",
+    "markovsim.availability.simulate_fault_log": "takes a numpy Generator and a fitted model",
+    "markovsim.availability.fit_mmpp": "slow maximum-likelihood fit (6 starts); not in the default profile",
+    "markovsim.availability.ks_distance": "takes a CDF callable",
+    "markovsim.availability.training_distributions": "takes a TrainingJob and runs 500 Monte-Carlo runs",
+    "markovsim.availability.write_fault_catalogue": "writes files (output side)",
+    "markovsim.availability.write_fitted_catalogue": "writes files (output side)",
+    "markovsim.availability.write_infinitehbd_catalogue": "writes files (output side)",
+    "markovsim.availability.calibrate_catalogue": "takes an IncidentLog read from a file",
+    "markovsim.training.evaluate_plans": "takes a dict of plan arrays (the vectorised search behind search_plans)",
+    "markovsim.training.slow_node_probability": "takes a SlowNodes object",
+    "markovsim.training.calibrate": "takes Runs from a case file (runs_from_cases is called)",
+    "markovsim.training.predict": "takes a Run from a case file (runs_from_cases is called)",
+    "markovsim.inference.frontier_optimum": "takes FrontierPoints from cheapest_fleet",
+    "markovsim.validate.register_case_kind": "registers a callable (extension point)",
+    "markovsim.availability.load_job": "bad job files: the CLI part (markovsim goodput JOB.toml)",
+}
 
 
 def signature_params(fn) -> list[inspect.Parameter]:
