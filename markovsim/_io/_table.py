@@ -112,6 +112,10 @@ def quantity_kind(unit: str) -> str | None:
 # --------------------------------------------------------------------------- key descriptions
 
 
+#: the largest integer a model file may hold (2**53, exact in float64)
+MAX_INTEGER = 2**53
+
+
 @dataclasses.dataclass(frozen=True)
 class KeyInfo:
     """How a reader reads one key of one kind of model file.
@@ -260,6 +264,9 @@ class Table:
         value = self._get(key, default, (int,))
         if value is not None and minimum is not None and value < minimum:
             raise SpecError(f"{self._name(key)}={value!r}: expected an integer >= {minimum}")
+        if value is not None and abs(value) > MAX_INTEGER:
+            raise SpecError(f"{self._name(key)}={value!r}: expected an integer of at most {MAX_INTEGER} (2**53; "
+                            "no count in a model file is larger, and larger ones lose precision in float64)")
         return value
 
     def quantity(self, key: str, kind: str, default: Any = ..., *,

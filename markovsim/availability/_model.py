@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability
+from .._errors import (InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability,
+                       _bytes)
 
 __all__ = [
     "inputs_valid",
@@ -138,6 +139,10 @@ class CheckpointPolicy:
     memory_save_time: float = 0.0
 
 
+#: the largest spare pool the goodput chain takes (its generator has 2 size + 3 states)
+MAX_SPARES = 256
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class SparePool:
@@ -236,7 +241,14 @@ class AvailabilityModel:
             raise InvalidParameterError(f"checkpoint.save_mode={self.checkpoint.save_mode!r}: expected a SaveMode")
         check_integer("checkpoint.memory_per_persistent", self.checkpoint.memory_per_persistent, minimum=0)
         if self.spares is not None:
-            check_integer("spares.size", self.spares.size, minimum=0)
+            size = check_integer("spares.size", self.spares.size, minimum=0)
+            # the spare-pool chain has 2 size + 3 states, built densely: refuse pools whose
+            # chain would not fit (or take minutes to build), naming the memory it would need
+            if size > MAX_SPARES:
+                raise InvalidParameterError(
+                    f"spares.size={size}: expected at most {MAX_SPARES} spare nodes; the spare-pool chain "
+                    f"has 2 size + 3 = {2 * size + 3:.4g} states, built densely it would need about "
+                    f"{_bytes(8.0 * (2 * size + 3) ** 2)} of memory and a compile time growing with size")
         return self
 
     def _check_values(self) -> "AvailabilityModel":
