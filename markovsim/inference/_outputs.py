@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .._io import ModelKind
-from ._fleet import FleetResult, analyse_fleet, analyse_independent_fleet
+from ._fleet import FleetResult, analyze_fleet, analyze_independent_fleet
 from ._spec import InferenceModel, inference_model_from_document
 
 __all__ = ["FLEET_OUTPUT_UNITS", "fleet_results", "fleet_outputs", "MODEL_KIND"]
@@ -38,8 +38,8 @@ def fleet_results(model: InferenceModel) -> dict[str, FleetResult]:
     out = {}
     for role in ("prefill", "decode"):
         fleet = getattr(model, role)
-        out[role] = (analyse_independent_fleet(fleet, model.tiers) if fleet.spare_cards is None
-                     else analyse_fleet(fleet, model.tiers))
+        out[role] = (analyze_independent_fleet(fleet, model.tiers) if fleet.spare_cards is None
+                     else analyze_fleet(fleet, model.tiers))
     return out
 
 
