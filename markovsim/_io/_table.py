@@ -114,6 +114,8 @@ def quantity_kind(unit: str) -> str | None:
 
 #: the largest integer a model file may hold (2**53, exact in float64)
 MAX_INTEGER = 2**53
+#: the longest time a model file may hold, seconds
+MAX_TIME = 1e15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,6 +297,9 @@ class Table:
             raise SpecError(f"{shown}: expected a value >= {minimum}")
         if maximum is not None and value > maximum:
             raise SpecError(f"{shown}: expected a value <= {maximum}")
+        if kind == "time" and value > MAX_TIME:
+            raise SpecError(f"{shown}: expected a time of at most {MAX_TIME:g} s (about 32 million years); "
+                            "longer ones overflow the models' arithmetic")
         return value
 
     def probability(self, key: str, default: Any = ..., *, doc: str | None = None) -> float:
