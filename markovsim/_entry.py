@@ -58,7 +58,7 @@ NUMBERS: dict[str, str] = {
     "runs": _INT, "classes": _INT, "iterations": _INT, "starts": _INT, "n_classes": _INT, "events": _INT,
     "max_recovering": _INT0, "chunk_size": _INT, "max_tp": _INT, "max_pp": _INT, "ranks_per_node": _INT,
     "max_phases": _INT, "repair_min_per_class": _INT, "rate_classes": _INT, "warmup": _INT0,
-    "n": _NUM, "z": _W, "t": _T, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _TP,
+    "n": _NUM, "z": _W, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _TP,
     "absorbing": _NUM, "targets": _NUM,
 }
 #: the same for names whose meaning depends on the package: (package, name) -> (check, domain)
@@ -127,6 +127,8 @@ def _check_value(fname: str, pname: str, value: Any, domain: str) -> None:
             if arr.size and ((arr > MAX_COUNT).any() or (arr < low).any() or (arr != np.round(arr)).any()):
                 raise InvalidParameterError(f"{label}={value!r:.60}: expected integers from {low} to {MAX_COUNT}")
             return
+        if isinstance(value, (float, np.floating)) and np.isfinite(value) and not float(value).is_integer():
+            raise InvalidParameterError(f"{label}={value!r}: expected an integer (whole {pname})")
         check_integer(label, value, minimum=1 if domain == _INT else 0, maximum=MAX_COUNT)
         return
     if isinstance(value, (str, bytes, complex)) or (isinstance(value, numbers.Number) and not isinstance(
@@ -187,7 +189,9 @@ def _check_path(fname: str, pname: str, value: Any, *, presets: bool) -> None:
     # reader itself resolves (and names when it is not one)
     bare = os.sep not in text and "." not in os.path.basename(text)
     if not (presets and bare) and not os.path.exists(text):
-        raise InvalidParameterError(f"{fname}: {pname}={text!r}: file not found")
+        from ._errors import SpecError
+
+        raise SpecError(f"{fname}: {pname}={text!r}: file not found")
 
 
 def _check_key(fname: str, pname: str, value: Any) -> None:
@@ -197,8 +201,8 @@ def _check_key(fname: str, pname: str, value: Any) -> None:
     ok = dtype is not None and (jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
                                 or (np.dtype(dtype) == np.uint32 and np.shape(value)[-1:] in ((2,), (4,))))
     if not ok:
-        raise InvalidTypeError(f"{fname}: {pname}={value!r:.60}: expected a JAX random key "
-                               "(jax.random.key(seed) or jax.random.PRNGKey(seed))")
+        raise InvalidTypeError(f"{fname}: {pname}: expected a JAX PRNG key (jax.random.key(seed) or "
+                               f"jax.random.PRNGKey(seed)), got {value!r:.60}")
 
 
 def guard(fn: Callable, name: str | None = None) -> Callable:
