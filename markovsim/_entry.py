@@ -62,7 +62,8 @@ NUMBERS: dict[str, str] = {
     "absorbing": _NUM, "targets": _NUM,
 }
 #: the same for names whose meaning depends on the package: (package, name) -> (check, domain)
-NUMBERS_IN: dict[tuple[str, str], tuple[str, str]] = {("markovsim.training", "work"): ("array", _NN)}
+NUMBERS_IN: dict[tuple[str, str], tuple[str, Any]] = {("markovsim.training", "work"): ("array", _NN),
+                                                   ("markovsim.training", "runs"): ("sequence", None)}
 #: annotation names that are not markovsim classes
 _GENERIC = frozenset({"Any", "Sequence", "Mapping", "Callable", "Path", "Iterable", "ArrayLike", "Array"})
 #: unannotated parameters conventionally named after a class: name -> class name
