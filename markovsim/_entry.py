@@ -40,7 +40,7 @@ MAX_TIME = 1e15
 NUMBERS: dict[str, str] = {
     # times, seconds
     "save_time": _T, "restart_time": _T, "downtime": _T, "mtbf": _TP, "interval": _TP,
-    "t_end": _T, "step_time_s": _T, "latency_s": _T, "horizon": _TP, "duration": _TP, "window": _TP,
+    "t_end": _T, "step_time_s": _T, "latency_s": _T, "horizon": _TP, "duration": _TP, "window": _T,
     "days": _SIZE, "nodes": _SIZE, "job_nodes": _SIZE, "reported": _POS,
     # rates, sizes, throughputs
     "rates": _POS, "bandwidth_bytes_per_s": _POS, "size_bytes": _NN, "throughput": _NN, "base_throughput": _POS,
@@ -58,7 +58,7 @@ NUMBERS: dict[str, str] = {
     "runs": _INT, "classes": _INT, "iterations": _INT, "starts": _INT, "n_classes": _INT, "events": _INT,
     "max_recovering": _INT0, "chunk_size": _INT, "max_tp": _INT, "max_pp": _INT, "ranks_per_node": _INT,
     "max_phases": _INT, "repair_min_per_class": _INT, "rate_classes": _INT, "warmup": _INT0,
-    "n": _NUM, "z": _W, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _TP,
+    "n": _NUM, "z": _NUM, "x": _NUM, "seed": _INT0, "rate": _NN, "work": _TP,
     "absorbing": _NUM, "targets": _NUM,
 }
 #: the same for names whose meaning depends on the package: (package, name) -> (check, domain)
