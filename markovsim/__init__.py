@@ -70,3 +70,7 @@ __all__ += ["ResultStatus"]
 from ._compile_cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
 
 __all__ += ["enable_compilation_cache"]
+
+from ._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

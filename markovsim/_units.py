@@ -45,57 +45,82 @@ DAY = 86400.0
 YEAR = 365.25 * DAY
 
 
+def _scaled(name, x, factor, *, positive=False, unit=""):
+    """``x * factor`` after checking ``x`` is a finite number >= 0 (> 0 with ``positive``) and
+    that the product is finite (a JAX tracer passes unchecked)."""
+    from ._errors import InvalidParameterError, _is_traced, check_number
+
+    if _is_traced(x):
+        return x * factor
+    import numpy as np
+
+    checked = check_number(name, x, minimum=None if positive else 0.0, positive=positive, unit=unit)
+    out = x * factor if not isinstance(x, (list, tuple)) else checked * factor
+
+    if not np.all(np.isfinite(np.asarray(out, dtype=float))):
+        raise InvalidParameterError(
+            f"{name}={x!r}: too large, the converted value overflows float64; expected at most "
+            f"{np.finfo(float).max / factor:.4g}{' ' + unit if unit else ''}")
+    return out
+
+
 def minutes(x):
-    """Minutes -> seconds."""
-    return x * MINUTE
+    """Minutes (>= 0) -> seconds."""
+    return _scaled("minutes", x, MINUTE, unit="min")
 
 
 def hours(x):
-    """Hours -> seconds."""
-    return x * HOUR
+    """Hours (>= 0) -> seconds."""
+    return _scaled("hours", x, HOUR, unit="h")
 
 
 def days(x):
-    """Days -> seconds."""
-    return x * DAY
+    """Days (>= 0) -> seconds."""
+    return _scaled("days", x, DAY, unit="d")
 
 
 def years(x):
-    """Years -> seconds."""
-    return x * YEAR
+    """Years (>= 0) -> seconds."""
+    return _scaled("years", x, YEAR, unit="years")
 
 
 def afr_to_rate(afr):
-    """Annual failure rate (failures per unit-year, e.g. 0.04 for 4 %) -> per-second rate."""
-    return afr / YEAR
+    """Annual failure rate (failures per unit-year, e.g. 0.04 for 4 %, >= 0) -> per-second rate."""
+    return _scaled("afr", afr, 1.0 / YEAR, unit="per year")
 
 
 def rate_to_afr(rate):
-    """Per-second rate -> annual failure rate (failures per unit-year)."""
-    return rate * YEAR
+    """Per-second rate (>= 0) -> annual failure rate (failures per unit-year)."""
+    return _scaled("rate", rate, YEAR, unit="per s")
 
 
 def fit_to_rate(fit):
-    """FIT (failures per 1e9 device-hours) -> per-second rate."""
-    return fit / (1e9 * HOUR)
+    """FIT (failures per 1e9 device-hours, >= 0) -> per-second rate."""
+    return _scaled("fit", fit, 1.0 / (1e9 * HOUR), unit="FIT")
 
 
 def rate_to_fit(rate):
-    """Per-second rate -> FIT."""
-    return rate * 1e9 * HOUR
+    """Per-second rate (>= 0) -> FIT."""
+    return _scaled("rate", rate, 1e9 * HOUR, unit="per s")
 
 
 def mtbf_to_rate(mtbf):
-    """Mean time between failures in seconds -> per-second rate."""
+    """Mean time between failures in seconds (> 0) -> per-second rate."""
+    from ._errors import _is_traced, check_number
+
+    if not _is_traced(mtbf):
+        check_number("mtbf", mtbf, positive=True, unit="s")
     return 1.0 / mtbf
 
 
 def _check_availability(availability):
     import numpy as np
 
-    from ._errors import InvalidParameterError
+    from ._errors import InvalidParameterError, _as_floats, _is_traced
 
-    a = np.asarray(availability, dtype=float)
+    if _is_traced(availability):
+        return
+    a = _as_floats("availability", availability)
     bad = ~np.isfinite(a) | (a <= 0) | (a > 1)
     if bad.any():
         shown = a.item() if a.ndim == 0 else a[bad].ravel()[0]
@@ -117,6 +142,7 @@ def per_wall_rate(rate, availability):
     0.9
     """
     _check_availability(availability)
+    _scaled("rate", rate, 1.0, unit="per s")
     return rate * availability
 
 
@@ -134,4 +160,5 @@ def per_running_rate(rate, availability):
     1.0
     """
     _check_availability(availability)
-    return rate / availability
+    _scaled("rate", rate, 1.0, unit="per s")
+    return _scaled("rate", rate, 1.0 / availability, unit="per s")

@@ -202,6 +202,10 @@ def _fmt(x: float) -> str:
     return f"{x:.12g}"
 
 
+#: the most points one --vary axis may have
+MAX_POINTS = 1_000_000
+
+
 def parse_variation(text: str, doc: dict) -> Variation:
     """Parse ``key=start:stop:num`` or ``key=v1,v2,...`` against the model document ``doc``
     (whose value of the key sets the unit of bare numbers and whether values are integers)."""
@@ -229,6 +233,9 @@ def parse_variation(text: str, doc: dict) -> Variation:
             raise SpecError(f"{where}: num={parts[2]!r}: expected a whole number of points >= 1") from None
         if num < 1:
             raise SpecError(f"{where}: num={num}: expected a whole number of points >= 1")
+        if num > MAX_POINTS:
+            raise SpecError(f"{where}: num={num}: expected at most {MAX_POINTS} points per axis (each point is "
+                            "a model evaluation; split a larger sweep)")
         texts = parts[:2]
         ends = [_number_unit(p, where) for p in texts]
     elif spec:

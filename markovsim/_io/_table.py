@@ -112,6 +112,12 @@ def quantity_kind(unit: str) -> str | None:
 # --------------------------------------------------------------------------- key descriptions
 
 
+#: the largest integer a model file may hold (2**53, exact in float64)
+MAX_INTEGER = 2**53
+#: the longest time a model file may hold, seconds
+MAX_TIME = 1e15
+
+
 @dataclasses.dataclass(frozen=True)
 class KeyInfo:
     """How a reader reads one key of one kind of model file.
@@ -260,6 +266,9 @@ class Table:
         value = self._get(key, default, (int,))
         if value is not None and minimum is not None and value < minimum:
             raise SpecError(f"{self._name(key)}={value!r}: expected an integer >= {minimum}")
+        if value is not None and abs(value) > MAX_INTEGER:
+            raise SpecError(f"{self._name(key)}={value!r}: expected an integer of at most {MAX_INTEGER} (2**53; "
+                            "no count in a model file is larger, and larger ones lose precision in float64)")
         return value
 
     def quantity(self, key: str, kind: str, default: Any = ..., *,
@@ -288,6 +297,9 @@ class Table:
             raise SpecError(f"{shown}: expected a value >= {minimum}")
         if maximum is not None and value > maximum:
             raise SpecError(f"{shown}: expected a value <= {maximum}")
+        if kind == "time" and value > MAX_TIME:
+            raise SpecError(f"{shown}: expected a time of at most {MAX_TIME:g} s (about 32 million years); "
+                            "longer ones overflow the models' arithmetic")
         return value
 
     def probability(self, key: str, default: Any = ..., *, doc: str | None = None) -> float:

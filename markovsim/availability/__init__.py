@@ -235,3 +235,8 @@ from ._pool_chain import (  # noqa: E402
 __all__ += ["MAX_POOL_STATES", "PoolChainTooLargeError", "cluster_fault_rate_with_repair", "effective_repair",
             "node_up_share", "pool_states", "pool_wait", "repair_mixture"]
 __all__ += ["analyze_and_optimum"]
+
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

@@ -260,8 +260,12 @@ def load_fitted_catalogue(path: str | Path) -> FittedCatalogue:
     for t in _get(top, "tables", "repair", doc="phase-type repair distributions"):
         rname = _get(t, "text", "name", doc="which classes use it")
         alpha = _numbers(t, "alpha", "initial phase probabilities (1 - sum: atom at zero)")
-        S = np.asarray(_get(t, "raw", "generator_per_d", types=(list,),
-                            doc="sub-generator S of the phase-type distribution, per day"), dtype=float)
+        S = _get(t, "raw", "generator_per_d", types=(list,),
+                 doc="sub-generator S of the phase-type distribution, per day")
+        try:
+            S = np.asarray(S, dtype=float)
+        except (TypeError, ValueError):
+            raise SpecError(f"{t.where}.generator_per_d={S!r:.80}: expected a square matrix of numbers") from None
         if S.shape != (alpha.size, alpha.size):
             raise SpecError(f"{t.where}.generator_per_d: expected a {alpha.size}x{alpha.size} matrix")
         _get(t, "quantity", "mean", "time", doc="mean repair time (for reading; recomputed from alpha, S)")

@@ -20,17 +20,17 @@ def concrete(value: Any) -> bool:
 
 def positive(name: str, value: Any, unit: str = "s") -> None:
     if concrete(value):
-        check_positive(name, np.asarray(value, dtype=float), unit=unit)
+        check_positive(name, value, unit=unit)
 
 
 def nonnegative(name: str, value: Any, unit: str = "s") -> None:
     if concrete(value):
-        check_nonnegative(name, np.asarray(value, dtype=float), unit=unit)
+        check_nonnegative(name, value, unit=unit)
 
 
 def probability(name: str, value: Any) -> None:
     if concrete(value):
-        check_probability(name, np.asarray(value, dtype=float))
+        check_probability(name, value)
 
 
 def fail(message: str) -> None:

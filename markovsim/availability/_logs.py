@@ -335,6 +335,15 @@ def _number(value, where: str) -> float:
 def _records(path: Path) -> list[dict]:
     if not path.exists():
         raise SpecError(f"{path}: log file not found")
+    if path.is_dir():
+        raise SpecError(f"{path}: is a directory, expected a log file (.json or .csv)")
+    try:
+        return _read_records(path)
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file (expected a .json or .csv log)") from None
+
+
+def _read_records(path: Path) -> list[dict]:
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(path.read_text())

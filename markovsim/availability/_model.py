@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability
+from .._errors import (InvalidParameterError, check_integer, check_nonnegative, check_positive, check_probability,
+                       _bytes)
 
 __all__ = [
     "inputs_valid",
@@ -136,6 +137,10 @@ class CheckpointPolicy:
     write_interference: float = 0.0
     memory_per_persistent: int = _static(default=0)
     memory_save_time: float = 0.0
+
+
+#: the largest spare pool the goodput chain takes (its generator has 2 size + 3 states)
+MAX_SPARES = 256
 
 
 @jax.tree_util.register_dataclass
@@ -251,7 +256,14 @@ class AvailabilityModel:
             raise InvalidParameterError(f"checkpoint.save_mode={self.checkpoint.save_mode!r}: expected a SaveMode")
         check_integer("checkpoint.memory_per_persistent", self.checkpoint.memory_per_persistent, minimum=0)
         if self.spares is not None:
-            check_integer("spares.size", self.spares.size, minimum=0)
+            size = check_integer("spares.size", self.spares.size, minimum=0)
+            # the exponential spare-pool chain has 2 size + 3 states, solved densely some 40
+            # times per goodput: refuse pools whose chain would not fit or take minutes
+            if self.spares.repair is None and size > MAX_SPARES:
+                raise InvalidParameterError(
+                    f"spares.size={size}: expected at most {MAX_SPARES} spare nodes; the spare-pool chain "
+                    f"has 2 size + 3 = {2 * size + 3:.4g} states, built densely it would need about "
+                    f"{_bytes(8.0 * (2 * size + 3) ** 2)} of memory and a solve time growing with its cube")
             if self.spares.repair is not None:
                 from ._phasetype import PhaseType
                 from ._pool_chain import check_pool_size

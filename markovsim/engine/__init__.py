@@ -71,3 +71,7 @@ __all__ = [
     "Estimate", "SimulationResult", "SimulationStatus", "estimate_mean_time_to_absorption",
     "estimate_time_average", "simulate_ctmc", "simulate_dtmc",
 ]
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import InvalidChainError
+from .._errors import InvalidChainError, InvalidTypeError
 from ._validate import is_traced, validate_generator, validate_transition_matrix
 
 __all__ = ["CTMC", "DTMC", "kronecker_sum", "kronecker_product", "is_traced", "as_chain"]
@@ -303,4 +303,5 @@ def as_chain(chain) -> CTMC | DTMC:
             except (TypeError, ValueError) as err:
                 raise InvalidChainError(f"Q: expected a numeric square matrix (rates per second), got {err}") from None
         return CTMC(chain)
-    raise TypeError(f"expected a CTMC, a DTMC or a generator matrix, got {type(chain).__name__}")
+    raise InvalidTypeError(f"chain={chain!r:.60}: expected a CTMC, a DTMC or a generator matrix, "
+                           f"got {type(chain).__name__}")

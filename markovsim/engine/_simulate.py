@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._errors import InvalidParameterError, SolverError, check_integer
+from .._errors import InvalidParameterError, InvalidTypeError, SolverError, check_integer
 from .._estimate import Estimate
 from ._chain import DTMC, as_chain
 from ._checks import array_world, check_distribution, check_times, check_vector, state_mask
@@ -287,7 +287,7 @@ def simulate_dtmc(chain: Any, p0: Any, steps: Any, key: Any, *, replicas: int = 
     """
     chain = as_chain(chain)
     if not isinstance(chain, DTMC):
-        raise TypeError("simulate_dtmc: expected a DTMC (wrap a transition matrix: DTMC(P))")
+        raise InvalidTypeError("simulate_dtmc: expected a DTMC (wrap a transition matrix: DTMC(P))")
     replicas, _ = _counts(replicas)
     chain, p0j, steps, key = _checked_inputs(chain, p0, steps, key, "steps", integer=True)
     nbr, cum, total = _jumps(chain, dtmc=True)

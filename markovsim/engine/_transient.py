@@ -428,6 +428,9 @@ def _squaring_plan(chain, t: float, method: Squaring) -> int:
     R = offdiagonal_host(chain)
     lam = float(np.asarray(R.sum(axis=1)).max()) if R.nnz else 0.0
     x = lam * t
+    if not np.isfinite(x):
+        raise SolverError(f"Lambda*t overflows float64 (largest exit rate {lam:.3g}/s times t={t:.3g} s); "
+                          "expected a finite product: a shorter t")
     s = int(np.ceil(np.log2(x / _THETA))) if x > _THETA else 0
     if s > method.max_squarings:
         raise SolverError(f"Lambda*t={lam * t:.3g} (largest exit rate {lam:.3g}/s times t={t:.3g} s) needs "

@@ -64,3 +64,7 @@ from ._outputs import (  # noqa: E402
 )
 
 __all__ += ["inference_model_from_document", "FLEET_OUTPUT_UNITS", "MODEL_KIND", "fleet_outputs", "fleet_results"]
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

@@ -147,3 +147,7 @@ from ._outputs import (  # noqa: E402
 )
 
 __all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_points", "plan_outputs"]
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)

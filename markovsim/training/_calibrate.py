@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -194,9 +193,10 @@ def runs_from_cases(path: str | Path, *, role: str = "fit") -> list[Run]:
     output). Cases must be self-contained (no ``model_file``)."""
     if role not in ROLES:
         raise InvalidParameterError(f"role={role!r}: expected one of {', '.join(ROLES)}")
+    from .._io import read_document
+
     path = Path(path)
-    with path.open("rb") as fh:
-        data = tomllib.load(fh)
+    data = read_document(path)  # SpecError for a missing, binary or malformed file
     runs = []
     for i, case in enumerate(data.get("case", [])):
         if case.get("kind") != "train" or case.get("role", "check") != role:

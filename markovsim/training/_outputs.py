@@ -22,9 +22,11 @@ the memory model says a size does not fit (``fits`` reports that).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .._errors import SolverError
 from .._io import ModelKind, Table
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
@@ -65,6 +67,11 @@ def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict
         "hfu": b.hfu, "tflops_per_gpu": b.tflops_per_gpu, "tflops_per_gpu_megatron": b.tflops_per_gpu_megatron,
         "pipeline_bubble_fraction": b.bubble / busy if busy > 0 else 0.0, "cards": float(cards),
     })
+    bad = [k for k, v in out.items() if not math.isfinite(v)]
+    if bad:
+        raise SolverError(f"plan {spec.name!r}: outputs {', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''} are "
+                          f"not finite ({bad[0]}={out[bad[0]]}); expected finite numbers: an input of the "
+                          "workload, hardware (kernel parameters) or plan is out of its sensible range")
     return out
 
 

@@ -61,7 +61,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .._errors import InvalidParameterError, check_integer
+from .._errors import InvalidParameterError, check_integer, check_size
+
+#: memory of one placed block of a simulated timeline (Python objects with exact times), and
+#: the most a simulation may take; larger pipelines are refused up front
+_BLOCK_BYTES = 1024
+_MAX_TIMELINE_BYTES = 4 * 2**30
 
 __all__ = [
     "SCHEDULE_CODES",
@@ -492,6 +497,8 @@ def simulate_pipeline(schedule, pp, micro_batches, *, virtual_stages=1,
     """
     sched = _schedule(schedule)
     p, m, v = _check(sched, pp, micro_batches, virtual_stages, block_times)
+    check_size("simulate_pipeline", 3 * p * m * v, item_bytes=_BLOCK_BYTES, what="blocks (3 x pp x micro_batches"
+               " x virtual_stages)", limit_bytes=_MAX_TIMELINE_BYTES)
     layout = _Layout(sched, p, m, v)
     dur = _durations(sched, v, block_times)
     if sched is Schedule.GPIPE:

@@ -16,6 +16,7 @@ base directory, so a document held in memory is read the same way as a file.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 from .._errors import SpecError
@@ -32,6 +33,14 @@ __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_
 #: the keys of a plan file that name other model files
 PLAN_REFERENCES = {"workload": Reference("workloads"), "hardware": Reference("hardware")}
 
+
+
+def _reported(t, key: str) -> float | None:
+    """A published parameter count (absent or 0: none), finite and >= 0."""
+    value = float(t.raw(key, 0.0, types=(int, float)))
+    if not math.isfinite(value) or value < 0:
+        raise SpecError(f"{t._name(key)}={value!r}: expected a finite parameter count >= 0 (0 or absent: none)")
+    return value or None
 
 def _flag(t: Table, key: str, default: bool) -> bool:
     return t.raw(key, default, types=(bool,))
@@ -60,8 +69,8 @@ def _workload(t: Table) -> Workload:
         ffn_kind=FFNKind(t.text("ffn_kind", "swiglu", choices=tuple(f.value for f in FFNKind))),
         attention=attention, head_dim=t.raw("head_dim", None, types=(int,)), mla=mla, moe=moe,
         mtp_layers=t.integer("mtp_layers", 0, minimum=0),
-        reported_total_params=float(t.raw("reported_total_params", 0.0, types=(int, float))) or None,
-        reported_active_params=float(t.raw("reported_active_params", 0.0, types=(int, float))) or None,
+        reported_total_params=_reported(t, "reported_total_params"),
+        reported_active_params=_reported(t, "reported_active_params"),
         reported_params_tolerance=t.quantity("reported_params_tolerance", "ratio", 0.02),
         tied_embeddings=_flag(t, "tied_embeddings", False), dropout=_flag(t, "dropout", False),
         causal=_flag(t, "causal", True),

@@ -31,8 +31,8 @@ import heapq
 
 import numpy as np
 
-from .._errors import InvalidParameterError, check_integer, check_nonnegative, check_probability
-from ._pipeline import BlockTimes, Schedule, _check, _durations, _Layout, _orders_1f1b, _orders_gpipe, \
+from .._errors import InvalidParameterError, check_finite, check_integer, check_nonnegative, check_probability, check_size
+from ._pipeline import _BLOCK_BYTES, _MAX_TIMELINE_BYTES, BlockTimes, Schedule, _check, _durations, _Layout, _orders_1f1b, _orders_gpipe, \
     _orders_interleaved, _run_orders, _schedule
 
 __all__ = ["pipeline_makespans", "adapt_pack_gain", "adapt_sr_effect", "implied_exposed_share",
@@ -50,6 +50,9 @@ def pipeline_makespans(schedule, pp, micro_batches, work, *, virtual_stages=1) -
             "and interleaved")
     times = BlockTimes(1.0, 1.0, 1.0)
     p, m, v = _check(sched, pp, micro_batches, virtual_stages, times)
+    check_size("pipeline_makespans", 3 * p * m * v, item_bytes=_BLOCK_BYTES, what="blocks (3 x pp x "
+               "micro_batches x virtual_stages)", limit_bytes=_MAX_TIMELINE_BYTES)
+    check_finite("work", work)
     work = np.asarray(work, float)
     if work.shape[-1] != m:
         raise InvalidParameterError(f"work: last axis {work.shape[-1]} != micro_batches={m}")
@@ -81,6 +84,9 @@ def adapt_pack_gain(pp, micro_batches, work_cv, *, schedule="1f1b", virtual_stag
     """Throughput gain of balancing micro-batch work whose coefficient of variation is
     ``work_cv`` (lognormal, mean 1), averaged over ``draws`` random iterations."""
     check_nonnegative("work_cv", work_cv)
+    if work_cv > 1e150:
+        raise InvalidParameterError(f"work_cv={work_cv!r}: expected a coefficient of variation <= 1e150 "
+                                    "(its square must be a finite float64)")
     m = check_integer("micro_batches", micro_batches, minimum=1)
     if work_cv == 0:
         return 0.0

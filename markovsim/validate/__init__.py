@@ -17,3 +17,7 @@ from ._report import ROLES as ROLES, CaseResult as CaseResult, ValidationReport 
 
 __all__ = ["CalibrationReport", "run_calibration", "CaseResult", "ValidationReport", "ROLES", "MODEL_KINDS", "case_kinds", "register_case_kind",
            "validate_cases"]
+
+from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
+
+_guard_public(globals(), __all__)
