@@ -225,15 +225,10 @@ from ._pool_chain import (  # noqa: E402
     MAX_POOL_STATES as MAX_POOL_STATES,
     PoolChainTooLargeError as PoolChainTooLargeError,
     cluster_fault_rate_with_repair as cluster_fault_rate_with_repair,
-    effective_repair as effective_repair,
-    node_up_share as node_up_share,
-    pool_states as pool_states,
-    pool_wait as pool_wait,
     repair_mixture as repair_mixture,
 )
 
-__all__ += ["MAX_POOL_STATES", "PoolChainTooLargeError", "cluster_fault_rate_with_repair", "effective_repair",
-            "node_up_share", "pool_states", "pool_wait", "repair_mixture"]
+__all__ += ["MAX_POOL_STATES", "PoolChainTooLargeError", "cluster_fault_rate_with_repair", "repair_mixture"]
 __all__ += ["analyze_and_optimum"]
 
 

@@ -62,7 +62,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import InvalidParameterError
+from .._errors import InvalidParameterError, InvalidTypeError, check_integer, check_number
 from ..engine import gth
 from ._phasetype import PhaseType
 
@@ -80,7 +80,8 @@ class PoolChainTooLargeError(InvalidParameterError):
 
 def pool_states(size: int, phases: int) -> int:
     """States of the pool's chain: :math:`2\\binom{s+p}{p} + \\binom{s+p}{p-1}`."""
-    s, p = int(size), int(phases)
+    s = check_integer("size", size, minimum=0)
+    p = check_integer("phases", phases, minimum=1)
     return 2 * math.comb(s + p, p) + math.comb(s + p, p - 1)
 
 
@@ -169,6 +170,10 @@ def effective_repair(pool) -> PhaseType:
 
     ``pool.repair`` gives the shape; ``None`` is the exponential of mean ``repair_time``.
     """
+    from ._model import SparePool
+
+    if not isinstance(pool, SparePool):
+        raise InvalidTypeError(f"pool={pool!r}: expected a SparePool")
     t = jnp.asarray(pool.repair_time, dtype=jnp.result_type(float))
     if pool.repair is None:
         return PhaseType(jnp.ones(1, dtype=t.dtype), jnp.reshape(-1.0 / t, (1, 1)))
@@ -176,6 +181,19 @@ def effective_repair(pool) -> PhaseType:
     S = jnp.asarray(pool.repair.S, dtype=t.dtype)
     mean = jnp.dot(alpha, jnp.linalg.solve(-S, jnp.ones_like(alpha)))
     return PhaseType(alpha, S * (mean / t))
+
+
+def _check_phase_type(name: str, value) -> None:
+    if not isinstance(value, PhaseType):
+        raise InvalidTypeError(f"{name}={value!r}: expected a PhaseType (exponential(), hyperexponential(), "
+                               "coxian(), ...)")
+
+
+def _check_fault_model(model) -> None:
+    from ._fit import FaultModel
+
+    if not isinstance(model, FaultModel):
+        raise InvalidTypeError(f"model={model!r}: expected a FaultModel (fit_fault_model, infinitehbd_fit)")
 
 
 def pool_wait(repair: PhaseType, size: int, birth_rate, recovery):
@@ -190,7 +208,14 @@ def pool_wait(repair: PhaseType, size: int, birth_rate, recovery):
 
     jit/vmap/grad-safe; the state count (static) must pass :func:`check_pool_size`.
     """
-    s, p = int(size), int(repair.alpha.shape[-1])
+    from ._checks import concrete
+
+    _check_phase_type("repair", repair)
+    s, p = check_integer("size", size, minimum=0), int(repair.alpha.shape[-1])
+    if concrete(birth_rate):
+        check_number("birth_rate", birth_rate, minimum=0.0, unit="per second")
+    if concrete(recovery):
+        check_number("recovery", recovery, positive=True, unit="s")
     check_pool_size(s, p)
     L = _layout(s, p)
     alpha, S = repair.alpha, repair.S
@@ -232,6 +257,7 @@ def node_up_share(rate, repair: PhaseType):
     Returns:
         :math:`\pi(\mathrm{up})` (jit/vmap/grad-safe), :math:`= 1/(1 + \text{rate}\cdot E[\text{repair}])`.
     """
+    _check_phase_type("repair", repair)
     alpha, S = repair.alpha, repair.S
     p = alpha.shape[-1]
     exit_ = -jnp.sum(S, axis=-1)
@@ -260,6 +286,8 @@ def cluster_fault_rate_with_repair(model, nodes, *, reach=None):
     """
     from ._mtbf_scaling import Reach, cluster_fault_rate
 
+    _check_fault_model(model)
+
     reach = Reach.PROPORTIONAL if reach is None else reach
     up_rate = cluster_fault_rate(model, nodes, reach=reach)
     repair = repair_mixture(model)
@@ -273,6 +301,7 @@ def cluster_fault_rate_with_repair(model, nodes, *, reach=None):
 def repair_mixture(model) -> PhaseType:
     """The repair time of a random fault of ``model`` (its classes' phase-type repairs mixed
     by their rates) as one phase-type distribution (block-diagonal)."""
+    _check_fault_model(model)
     w = np.asarray(model.class_rates(), dtype=float)
     w = w / w.sum()
     blocks = [(wi, np.asarray(r.alpha, dtype=float), np.asarray(r.S, dtype=float))

@@ -168,6 +168,7 @@ _GOOD_FOR: dict[str, dict[str, Callable[[], Any]]] = {
     "markovsim.kronecker_product": {},
 }
 
+
 @functools.cache
 def fit():
     return _av().infinitehbd_fit()
@@ -243,6 +244,8 @@ _GOOD_FOR["markovsim.inference.cheapest_fleet"] = {
 #: public functions not called with bad arguments here, with the reason (each is reached
 #: another way, or takes only arguments a user cannot get wrong in kind)
 NOT_CALLED: dict[str, str] = {
+    "markovsim.validate.run_calibration": "reads a calibration file (a path); its named errors for bad "
+                                          "files: tests/faults/test_validate_calibration.py",
     "markovsim.to_jax_function": "takes a sympy expression and its symbols (symbolic part of the engine)",
     "markovsim.sweep": "takes a function and axes; its CLI (markovsim sweep) is in the CLI part",
     "markovsim.open_sweep": "reads a store written by sweep; bad stores: tests/test_sweep_store.py",

@@ -31,11 +31,10 @@ from markovsim.availability import (
     coxian,
     exponential,
     hyperexponential,
-    node_up_share,
-    pool_states,
-    pool_wait,
     simulate,
 )
+
+from markovsim.availability._pool_chain import effective_repair, node_up_share, pool_states, pool_wait  # noqa: E402
 
 H = 3600.0
 Z99 = 2.5758293035489004
