@@ -84,20 +84,13 @@ READ_PATHS = frozenset({"path", "name_or_path"})
 MATRICES = frozenset({"Q", "P"})
 
 
-@functools.cache
-def _classes() -> dict[str, type]:
-    from . import availability as av
-    from . import engine as en
-    from . import inference as inf
-    from . import training as tr
+#: public classes by name, registered by each package's :func:`guard_public` (this module
+#: imports no domain package: the domains import it)
+_CLASSES: dict[str, type] = {}
 
-    out = {}
-    for mod in (av, tr, inf, en):
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if inspect.isclass(obj) and not issubclass(obj, BaseException):
-                out.setdefault(name, obj)
-    return out
+
+def _classes() -> dict[str, type]:
+    return _CLASSES
 
 
 def _annotation_name(annotation: Any) -> str | None:
@@ -306,6 +299,10 @@ def guard(fn: Callable, name: str | None = None) -> Callable:
 def guard_public(namespace: dict, names) -> None:
     """Replace every public function among ``names`` in ``namespace`` (a package's
     ``globals()``) by its checked version."""
+    for n in names:
+        obj = namespace.get(n)
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            _CLASSES.setdefault(n, obj)
     for n in names:
         obj = namespace.get(n)
         if callable(obj) and not inspect.isclass(obj):

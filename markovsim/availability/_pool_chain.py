@@ -170,9 +170,7 @@ def effective_repair(pool) -> PhaseType:
 
     ``pool.repair`` gives the shape; ``None`` is the exponential of mean ``repair_time``.
     """
-    from ._model import SparePool
-
-    if not isinstance(pool, SparePool):
+    if not (hasattr(pool, "repair_time") and hasattr(pool, "repair")):  # a SparePool (not imported: _model uses us)
         raise InvalidTypeError(f"pool={pool!r}: expected a SparePool")
     t = jnp.asarray(pool.repair_time, dtype=jnp.result_type(float))
     if pool.repair is None:
