@@ -583,9 +583,10 @@ def script_ids(directory: Path | None = None) -> dict[str, list[str]]:
 
 
 def run_reproductions(selection: Sequence[str], out_dir: Path, directory: Path | None = None,
-                      *, log=print) -> list[Row]:
+                      *, log=print, progress=None) -> list[Row]:
     """Run the scripts covering ``selection`` (ids, figure keys, script names or ``all``) and
-    derive every row's status from the expectations file in the scripts' directory."""
+    derive every row's status from the expectations file in the scripts' directory;
+    ``progress(done, total)`` is called after each script (e.g. a progress bar)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     directory = Path(directory) if directory else _default_dir()
@@ -599,9 +600,9 @@ def run_reproductions(selection: Sequence[str], out_dir: Path, directory: Path |
             f"unknown reproduction id(s) {', '.join(sorted(unknown))}; see `markovsim repro --list`")
     wanted_ids = {expectations[s].id if s in expectations else s for s in wanted}
     values: list[tuple[str, ModelValue]] = []
-    for name, module in modules.items():
-        if not ("all" in wanted or name in wanted or wanted_ids & set(module.IDS)):
-            continue
+    chosen = {name: module for name, module in modules.items()
+              if "all" in wanted or name in wanted or wanted_ids & set(module.IDS)}
+    for done, (name, module) in enumerate(chosen.items(), 1):
         t0 = time.perf_counter()
         got = module.run(out_dir)
         if log:
@@ -610,6 +611,8 @@ def run_reproductions(selection: Sequence[str], out_dir: Path, directory: Path |
             if not isinstance(v, ModelValue):
                 raise MarkovsimError(f"paper_repro/{name}.py returned {type(v).__name__}; expected ModelValue")
             values.append((f"paper_repro/{name}.py", v))
+        if progress is not None:
+            progress(done, len(chosen))
     rows = _make_rows(values, expectations, complete="all" in wanted)
     if "all" in wanted:
         return rows

@@ -101,3 +101,36 @@ def test_progress_bar_off_when_not_a_terminal():
     with _speed.progress_bar(args, 3, "point") as bar:  # pytest's stderr is not a terminal
         bar.update()
     assert isinstance(bar, _speed._NoBar)
+
+
+def test_progress_callback_draws_one_bar_to_its_total(monkeypatch):
+    made = []
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n, self.closed = total, 0, False
+            made.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(_speed, "progress_bar", lambda args, total, unit, desc=None: Bar(total))
+    with _speed.progress_callback(argparse.Namespace(quiet=False), unit="case") as progress:
+        for done in range(1, 4):
+            progress(done, 3)
+    assert len(made) == 1 and made[0].total == 3 and made[0].n == 3 and made[0].closed
+
+
+def test_validate_and_repro_report_progress_per_item(tmp_path):
+    from markovsim import repro
+    from markovsim.validate import validate_cases
+
+    calls = []
+    validate_cases(ROOT / "models" / "cases" / "example.toml", progress=lambda d, t: calls.append((d, t)))
+    assert calls and calls[-1][0] == calls[-1][1] == len(calls)
+    calls.clear()
+    repro.run_reproductions(["hw_optical"], tmp_path, log=None, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(k, len(calls)) for k in range(1, len(calls) + 1)]

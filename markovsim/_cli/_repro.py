@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import repro
 from .._errors import SpecError
 from .._grid import check_output
+from ._speed import progress_callback
 
 HELP = "run the reproductions of the published figures"
 
@@ -32,7 +33,8 @@ def run(args) -> int:
     check_output(out, force=args.force, what="--out")
     selection = args.ids or ["all"]
     try:
-        rows = repro.run_reproductions(selection, out, log=(lambda m: print(m, file=sys.stderr)))
+        with progress_callback(args, unit="script", desc="repro") as progress:
+            rows = repro.run_reproductions(selection, out, log=(lambda m: print(m, file=sys.stderr)), progress=progress)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "matplotlib":
             raise SpecError("the reproductions draw their plots with matplotlib, which is not installed; "

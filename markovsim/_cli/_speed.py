@@ -111,6 +111,9 @@ class _NoBar:
     def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
     def __enter__(self):
         return self
 
@@ -127,3 +130,23 @@ def progress_bar(args: argparse.Namespace, total: int, unit: str, desc: str | No
 
     return tqdm(total=total, unit=unit, desc=desc or getattr(args, "command", None), file=sys.stderr,
                 dynamic_ncols=True, leave=False)
+
+
+@contextmanager
+def progress_callback(args: argparse.Namespace, unit: str, desc: str | None = None):
+    """A ``progress(done, total)`` callback for library loops (``run_reproductions``,
+    ``validate_cases``) that draws a :func:`progress_bar`, made at the first call (when the
+    total is known) and closed at the end."""
+    state: dict = {"done": 0}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            state["bar"] = progress_bar(args, total, unit, desc)
+        state["bar"].update(done - state["done"])
+        state["done"] = done
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].close()

@@ -10,6 +10,7 @@ from .._errors import SpecError
 from .._io import resolve
 from ..validate import case_kinds, run_calibration, validate_cases
 from . import _common as c
+from ._speed import progress_callback
 
 HELP = "run validation cases: predicted against reported, with errors and a summary"
 
@@ -55,7 +56,8 @@ def run(args) -> int:
         return 0 if calibration.passed else 1
     if calibration is not None and not args.json:
         print()
-    report = validate_cases(resolve(args.cases, folder="cases"))
+    with progress_callback(args, unit="case", desc="validate") as progress:
+        report = validate_cases(resolve(args.cases, folder="cases"), progress=progress)
     if args.csv:
         head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source")
         c.write_csv(args.csv, head, [(r.case, r.role, r.kind, r.output, r.reported, r.predicted, r.error,

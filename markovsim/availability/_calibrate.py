@@ -24,15 +24,18 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from .._errors import InvalidParameterError
+from .._lazy import lazy_module
 from .._units import DAY, HOUR, per_wall_rate
 from ._faults import Effect, FaultCatalogue, mode_rates
 from ._fit import FittedValue
 from ._gof import CheckRow
 from ._logs import IncidentLog, dispersion_index
 from ._topology import ClusterShape
+
+optimize = lazy_module("scipy.optimize")
+stats = lazy_module("scipy.stats")
 
 __all__ = ["CalibrationResult", "calibrate_catalogue", "PublishedRunCheck", "published_run_check",
            "poisson_rate_interval"]

@@ -32,11 +32,14 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from .._errors import InvalidParameterError
+from .._lazy import lazy_module
 from .._units import DAY
 from ._logs import FaultLog
+
+optimize = lazy_module("scipy.optimize")
+stats = lazy_module("scipy.stats")
 
 __all__ = [
     "Shocks",

@@ -37,14 +37,16 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import stats
 
 from .._errors import InvalidParameterError
+from .._lazy import lazy_module
 from .._units import DAY, HOUR
 from ._common_cause import (BurstSizes, MarkovModulatedPoisson, MMPPFit, Shocks, cluster_shocks,
                             fit_burst_sizes, fit_mmpp)
 from ._logs import FaultLog, dispersion_index
 from ._phasetype import PhaseForm, PhaseType, PhaseTypeFit, _covariance, fit_phase_type
+
+stats = lazy_module("scipy.stats")
 
 __all__ = [
     "FaultModel",

@@ -61,12 +61,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._compile_cache import QUICK_COMPILE
 from .._errors import InvalidParameterError
 from .._status import ResultStatus, check_status
 from .._units import DAY
 from ..engine import gth
 from ._checks import concrete
-from ._model import AvailabilityModel, Rollback, SaveMode, inputs_valid
+from ._model import AvailabilityModel, Rollback, SaveMode
+from ._packed import ROLLBACK_CODE, PackedModel, inputs_valid, pack
 from ._pool_chain import effective_repair, pool_wait
 
 __all__ = [
@@ -147,7 +149,7 @@ def _one_minus_exp_over(a, length):
     return jnp.where(a == 0.0, length, -jnp.expm1(-safe * length) / safe)
 
 
-def _spare_wait(model: AvailabilityModel, birth_rate, recovery):
+def _spare_wait(model: PackedModel, birth_rate, recovery):
     r"""Expected wait for a spare per spare-taking repair (seconds), and P(pool empty).
 
     A CTMC over the nodes in repair :math:`k` and the job's phase: ``U`` (running, or down
@@ -191,7 +193,7 @@ def _spare_wait(model: AvailabilityModel, birth_rate, recovery):
     return p_empty / ((s + 1) * mu) + pool.activation_time, p_empty
 
 
-def _episodes(model: AvailabilityModel, running_share=1.0):
+def _episodes(model: PackedModel, running_share=1.0):
     r"""Rates and cost components of pauses, in-memory and persistent rollbacks.
 
     ``running_share`` converts the spare pool's arrivals from running time to the wall time
@@ -202,29 +204,29 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     (ratios of costs) do not depend on the common factor.
     """
     tiers = model.tiers
-    K, M = len(tiers), len(model.fault_names)
+    K, M = model.tier_rollback.shape[-1], model.fault_rates.shape[-1]
     lam = _f(model.fault_rates)
     q = _f(model.fault_predicted)
     lam_run = lam * (1.0 - q)
     lam_pred = lam * q
-    interrupts = jnp.array([bool(x) for x in model.fault_interrupts], dtype=float)
+    interrupts = _f(model.fault_interrupts)
     Lam = jnp.sum(lam_run * interrupts)
     has_mem = model.checkpoint.memory_per_persistent > 0
 
-    D = jnp.stack([_f(t.downtime()) for t in tiers])
-    R = jnp.stack([_f(t.restart_time(model.cards)) for t in tiers])
-    p = jnp.stack([_f(t.coverage) for t in tiers])
+    D = _f(tiers.downtime())
+    R = _f(tiers.restart_time(model.cards))
+    p = _f(tiers.coverage)
+    fallback = _f(model.tier_fallback)
+    escalates = fallback >= 0.0
+    ladder = jnp.arange(K, dtype=float)
 
-    V = jnp.zeros((M, K)).at[jnp.arange(M), jnp.array(model.fault_tier, dtype=int)].set(1.0)
-    visits = []  # (M,) visits of each tier, final after the pass over the lower tiers
+    V = (_f(model.fault_tier)[:, None] == ladder[None, :]).astype(float)  # (M, K): first tier of each mode
+    visits = []  # (M,) visits of each tier, final after the pass over the lower tiers (fallbacks point up)
     ends = []
-    for k, t in enumerate(tiers):
+    for k in range(K):
         visits.append(V[:, k])
-        if t.fallback >= 0:
-            V = V.at[:, t.fallback].add(V[:, k] * (1.0 - p[k]))
-            ends.append(V[:, k] * p[k])
-        else:
-            ends.append(V[:, k])
+        V = V + (V[:, k] * (1.0 - p[k]))[:, None] * (ladder == fallback[k])[None, :]
+        ends.append(jnp.where(escalates[k], V[:, k] * p[k], V[:, k]))
     E = jnp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
     Vis = jnp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
 
@@ -233,11 +235,11 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     s = jax.lax.stop_gradient(jnp.maximum(jnp.max(jnp.where(reached, x, 0.0)), 0.0))
     scale = jnp.exp(-s)
     x = jnp.where(reached, x, jnp.minimum(x, s))  # tiers no fault reaches weigh 0: keep them finite
-    fails = jnp.stack([(1.0 - p[k]) if t.fallback >= 0 else jnp.zeros(()) for k, t in enumerate(tiers)])
+    fails = jnp.where(escalates, 1.0 - p, 0.0)
     failed = Vis @ (fails * (D + R)) * scale  # (M,) lost in failed tiers (whole duration)
 
     spare_nodes = _f(model.fault_spare_nodes)
-    takes = jnp.array([bool(t.takes_spare) for t in tiers], dtype=float)
+    takes = _f(model.tier_takes_spare)
     ex = jnp.exp(x - s)
     restore = R * _expm1_over_scaled(x, s)  # (K,)
     # spare-taking episodes per running second, and their mean downtime besides the wait
@@ -250,8 +252,9 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     rho = _f(model.fault_degraded_throughput)
     tdet = _f(model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
-    post_degraded = jnp.stack([_f((1.0 - t.degraded_throughput) * t.degraded_time) for t in tiers])
-    step_loss = jnp.array([0.5 if t.rollback is Rollback.STEP else 0.0 for t in tiers]) * model.step_time
+    post_degraded = _f((1.0 - tiers.degraded_throughput) * tiers.degraded_time)
+    rollback = _f(model.tier_rollback)
+    step_loss = jnp.where(rollback == ROLLBACK_CODE[Rollback.STEP], 0.5, 0.0) * model.step_time
 
     # cost components C[i, k, cause] of an episode of mode i that ends at tier k (scaled)
     comp = jnp.zeros((M, K, 5))
@@ -263,14 +266,10 @@ def _episodes(model: AvailabilityModel, running_share=1.0):
     flow = lam_run[:, None] * E  # (M, K): rate of episodes of mode i ending at tier k
     weighted = flow[:, :, None] * comp
 
-    def cls(k):
-        rb = tiers[k].rollback
-        if rb in (Rollback.NONE, Rollback.STEP):
-            return 0
-        return 1 if (rb is Rollback.MEMORY and has_mem) else 2
-
-    classes = [cls(k) for k in range(K)]
-    sel = [jnp.array([c == j for c in classes], dtype=float) for j in range(3)]
+    # what an episode ending at each tier rolls back: nothing (a pause), to memory, to persistent
+    pauses = (rollback == ROLLBACK_CODE[Rollback.NONE]) | (rollback == ROLLBACK_CODE[Rollback.STEP])
+    memory = (rollback == ROLLBACK_CODE[Rollback.MEMORY]) & has_mem
+    sel = [pauses.astype(float), memory.astype(float), (~pauses & ~memory).astype(float)]
     pause = jnp.einsum("ikc,k->c", weighted, sel[0])
     pred = jnp.zeros(5).at[_INFRA].add(jnp.sum(lam_pred) * model.migration_time * scale)
     pred = pred.at[_SPARES].add(jnp.sum(lam_pred * spare_nodes) * wait * scale)
@@ -321,8 +320,15 @@ def _illinois(h, _start):
     return jnp.where(jnp.abs(ha) <= jnp.abs(hb), a, b)
 
 
-def _solve(model: AvailabilityModel) -> GoodputResult:
-    """The checked result (status and NaN-fill) for one model; jit/vmap/grad-safe."""
+def packed(model) -> PackedModel:
+    """``model`` as a :class:`PackedModel` (unpadded, traceable), unless it is one."""
+    return model if isinstance(model, PackedModel) else pack(model)
+
+
+def _solve(model) -> GoodputResult:
+    """The checked result (status and NaN-fill) for one model (an :class:`AvailabilityModel`
+    or its :class:`PackedModel`); jit/vmap/grad-safe."""
+    model = packed(model)
     if model.spares is None:
         result, _ = _solve_given(model, 1.0)
         converged = jnp.array(True)
@@ -352,7 +358,7 @@ def _checked(r: GoodputResult, valid, converged) -> GoodputResult:
                                status=status)
 
 
-def _solve_given(model: AvailabilityModel, running_share):
+def _solve_given(model: PackedModel, running_share):
     r"""Goodput of the semi-Markov renewal process (unchecked), and the share of running
     time in the wall time not spent waiting for a spare (what scales the spare pool's
     arrivals: no fault arrives while the job waits, and the pool's chain already stops
@@ -481,7 +487,7 @@ def _unrelated_share(running, pool_time):
     return jnp.clip(jnp.where(rest > 0.0, running / jnp.where(rest > 0.0, rest, 1.0), 1.0), 0.0, 1.0)
 
 
-_solve_jit = jax.jit(_solve)
+_solve_jit = jax.jit(_solve, compiler_options=QUICK_COMPILE)
 _solve_batch = jax.jit(jax.vmap(_solve))
 
 
@@ -526,19 +532,25 @@ def analyze(model: AvailabilityModel, *, throw: bool = True) -> GoodputResult:
             shapes, whatever ``throw``).
         SolverError: a result that is not finite or not in [0, 1], with ``throw=True``.
     """
-    return run_checked(model, _solve_jit, _solve_batch, throw=throw, what="analyze",
+    return run_checked(model, _solve, _solve_jit, _solve_batch, throw=throw, what="analyze",
                        detail=lambda result, i, st: _invalid_detail(model, i, st))
 
 
-def run_checked(model: AvailabilityModel, single, batch, *, throw: bool, what: str, detail):
+def run_checked(model: AvailabilityModel, solve, single, batch, *, throw: bool, what: str, detail):
     """The public wrappers' common path: structure checks always, value checks on the host
-    with ``throw`` (named errors), ``single(model)`` or, for a batch of models,
-    ``batch(model)``, then :func:`check_status` on the result with ``throw``."""
+    with ``throw`` (named errors), ``single(model)`` (compiled; a concrete model padded to
+    its buckets), ``batch(model)`` for a batch of models, or ``solve(model)`` traced into the
+    caller's program; then :func:`check_status` on the result with ``throw``."""
     model.check_structure()
     batched = _batched(model)
     if throw and not batched and concrete(model):
         model.validate()
-    result = (batch if batched else single)(model)
+    if batched:
+        result = batch(model)
+    elif concrete(model):  # padded to its buckets: programs shared by models of the same structure
+        result = single(pack(model, pad=True))
+    else:
+        result = solve(model)
     if throw and concrete(result.status):
         check_status(result.status, what=what, detail=lambda i, st: detail(result, i, st))
     return result
@@ -575,7 +587,7 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
         An input held at infinity (a tier's bandwidth without state to move) is left out.
     """
     analyze(model)  # validates and checks the value
-    g, grads = _value_and_grad(model)
+    g, grads = _value_and_grad(pack(model, pad=True))  # a PackedModel of gradients
     out: dict[str, float] = {}
     names = model.fault_names
     elasticity: dict[str, float] = {}
@@ -592,10 +604,10 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
                   "fault_predicted"):
         for i, nm in enumerate(names):
             add(f"{field}[{nm}]", getattr(model, field)[i], getattr(grads, field)[i])
-    for t, gt in zip(model.tiers, grads.tiers):
+    for k, t in enumerate(model.tiers):
         for f in dataclasses.fields(t):
             if not f.metadata.get("static"):
-                add(f"tiers[{t.name}].{f.name}", getattr(t, f.name), getattr(gt, f.name))
+                add(f"tiers[{t.name}].{f.name}", getattr(t, f.name), getattr(grads.tiers, f.name)[k])
     for f in dataclasses.fields(model.checkpoint):
         if not f.metadata.get("static"):
             add(f"checkpoint.{f.name}", getattr(model.checkpoint, f.name), getattr(grads.checkpoint, f.name))
@@ -609,7 +621,7 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
     return out
 
 
-_value_and_grad = jax.jit(jax.value_and_grad(lambda m: _solve(m).goodput))
+_value_and_grad = jax.jit(jax.value_and_grad(lambda m: _solve(m).goodput), compiler_options=QUICK_COMPILE)
 
 
 def time_to_train(model: AvailabilityModel, work, *, throw: bool = True):

@@ -31,7 +31,6 @@ from .._errors import (InvalidParameterError, check_integer, check_nonnegative, 
                        _bytes)
 
 __all__ = [
-    "inputs_valid",
     "min_background_interval",
     "Rollback",
     "SaveMode",
@@ -342,51 +341,6 @@ def min_background_interval(cp: CheckpointPolicy):
     interference) must end within the first in-memory segment,
     ``interval > max(memory_per_persistent, 1) * (1 - write_interference) * write_time``."""
     return max(cp.memory_per_persistent, 1) * (1.0 - cp.write_interference) * cp.write_time
-
-
-def inputs_valid(model: AvailabilityModel):
-    """The value checks of :meth:`AvailabilityModel.validate` as one JAX boolean (jit-safe):
-    true when every numeric input lies in its domain. NaN fails every check."""
-    f = lambda x: jnp.asarray(x, dtype=jnp.result_type(float))  # noqa: E731
-
-    def nonneg(x):
-        x = f(x)
-        return jnp.all(jnp.isfinite(x) & (x >= 0.0))
-
-    def pos(x):
-        x = f(x)
-        return jnp.all(jnp.isfinite(x) & (x > 0.0))
-
-    def prob(x):
-        x = f(x)
-        return jnp.all((x >= 0.0) & (x <= 1.0))
-
-    checks = [pos(model.cards), nonneg(model.fault_rates), prob(model.fault_degraded_throughput),
-              nonneg(model.fault_detection_time), nonneg(model.fault_spare_nodes), prob(model.fault_predicted),
-              nonneg(model.migration_time), pos(model.step_time)]
-    for t in model.tiers:
-        checks += [nonneg(getattr(t, name)) for name in ("detection", "isolation", "rescheduling", "comm_setup_base",
-                                                         "comm_setup_per_card", "state_bytes", "compile",
-                                                         "degraded_time")]
-        bw = f(t.bandwidth_bytes_per_s)
-        checks += [jnp.all((bw > 0.0) & (jnp.isfinite(bw) | (f(t.state_bytes) == 0.0))),
-                   prob(t.coverage), prob(t.degraded_throughput)]
-        if t.fallback == -1:
-            checks.append(jnp.all(f(t.coverage) == 1.0))
-    cp = model.checkpoint
-    checks += [pos(cp.interval), nonneg(cp.save_time), nonneg(cp.write_time), prob(cp.write_interference),
-               nonneg(cp.memory_save_time)]
-    if cp.save_mode is SaveMode.BACKGROUND:
-        checks += [pos(cp.write_time), jnp.all(f(min_background_interval(cp)) < f(cp.interval))]
-    if model.spares is not None:
-        checks += [pos(model.spares.repair_time), nonneg(model.spares.activation_time)]
-        if model.spares.repair is not None:
-            a, S = f(model.spares.repair.alpha), f(model.spares.repair.S)
-            off = S - jnp.diag(jnp.diagonal(S))
-            checks += [nonneg(a), jnp.all(jnp.sum(a) <= 1.0 + 1e-9), nonneg(off),
-                       jnp.all(-jnp.sum(S, axis=-1) >= -1e-12 * jnp.max(jnp.abs(S))),
-                       jnp.all(jnp.diagonal(S) < 0.0)]
-    return jnp.all(jnp.stack(checks))
 
 
 def single_tier_model(interval, save_time, mtbf, restart_time, downtime=0.0) -> AvailabilityModel:

@@ -31,8 +31,9 @@ import numpy as np
 
 from .._status import ResultStatus, check_status
 from ._checks import concrete
-from ._goodput import GoodputResult, _batched, _episodes, _invalid_detail, _solve, analyze, run_checked
+from ._goodput import GoodputResult, _batched, _episodes, _invalid_detail, _solve, analyze, packed, run_checked
 from ._model import AvailabilityModel, SaveMode, min_background_interval
+from ._packed import pack
 
 __all__ = ["IntervalOptimum", "checkpoint_interval_optimum", "optimal_checkpoint_interval"]
 
@@ -74,7 +75,8 @@ def _with_interval(model, interval):
     return dataclasses.replace(model, checkpoint=cp)
 
 
-def _optimum(model: AvailabilityModel) -> IntervalOptimum:
+def _optimum(model) -> IntervalOptimum:
+    model = packed(model)
     cp = model.checkpoint
     ep = _episodes(model)
     rate = jnp.maximum(ep["lam_m"] + ep["lam_p"], 1e-12)
@@ -183,7 +185,7 @@ def checkpoint_interval_optimum(model: AvailabilityModel, *, throw: bool = True)
     Returns:
         :class:`IntervalOptimum`.
     """
-    return run_checked(model, _optimum_jit, _optimum_batch, throw=throw, what="checkpoint_interval_optimum",
+    return run_checked(model, _optimum, _optimum_jit, _optimum_batch, throw=throw, what="checkpoint_interval_optimum",
                        detail=lambda result, i, st: _bound_detail(model, result, i, st))
 
 
@@ -199,7 +201,7 @@ def optimal_checkpoint_interval(model: AvailabilityModel, *, throw: bool = True)
     return checkpoint_interval_optimum(model, throw=throw).interval
 
 
-def _analysis_and_optimum(model: AvailabilityModel):
+def _analysis_and_optimum(model):
     return _solve(model), _optimum(model)
 
 
@@ -227,7 +229,7 @@ def analyze_and_optimum(model: AvailabilityModel, *,
         return analyze(model, throw=throw), checkpoint_interval_optimum(model, throw=throw)
     if throw:
         model.validate()
-    result, opt = _both_jit(model)
+    result, opt = _both_jit(pack(model, pad=True))
     if throw:
         check_status(result.status, what="analyze", detail=lambda i, st: _invalid_detail(model, i, st))
         check_status(opt.status, what="checkpoint_interval_optimum",

@@ -35,9 +35,12 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import linalg, optimize
 
 from .._errors import InvalidParameterError, check_nonnegative, check_positive
+from .._lazy import lazy_module
+
+linalg = lazy_module("scipy.linalg")
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "PhaseType",

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from .._errors import InvalidParameterError, SpecError
 from .._io import parse_quantity
@@ -158,6 +157,8 @@ def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel 
 
     def residual(x):
         return np.log(model(x)[1]) - np.log(obs)
+
+    from scipy.optimize import least_squares  # imported on use: it costs a second at start-up
 
     fit = least_squares(residual, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4)
     kernels, _ = model(fit.x)

@@ -302,7 +302,7 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
     return rows
 
 
-def validate_cases(path: str | Path) -> ValidationReport:
+def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
     """Run every case of a case file and compare predictions with the reported values.
 
     The whole file is checked (kinds, roles, tolerances and their units, expected values)
@@ -311,6 +311,7 @@ def validate_cases(path: str | Path) -> ValidationReport:
     Args:
         path: the case file (TOML; format in the module documentation and the how-to page
             "Check the models against your cluster").
+        progress: called as ``progress(done, total)`` after each case (e.g. a progress bar).
 
     Returns:
         ValidationReport: one row per reported output; ``report.summary()``,
@@ -326,6 +327,8 @@ def validate_cases(path: str | Path) -> ValidationReport:
         raise SpecError(f"{path}: is a directory, expected a case file (TOML)")
     cases = _parse_file(path)
     rows: list[CaseResult] = []
-    for case in cases:
+    for done, case in enumerate(cases, 1):
         rows.extend(_run_case(case, path))
+        if progress is not None:
+            progress(done, len(cases))
     return ValidationReport(path=str(path), rows=tuple(rows))
