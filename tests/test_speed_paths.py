@@ -37,3 +37,21 @@ def test_analyze_and_optimum_equals_the_two_calls(interval):
     # the goodput the search reports is the model's goodput at the interval it returns
     at = av.analyze(av.single_tier_model(float(opt.interval), 60.0, 6 * 3600.0, 300.0, 120.0))
     np.testing.assert_allclose(float(opt.goodput), float(at.goodput), rtol=1e-12)
+
+
+def test_analyze_and_optimum_equals_the_two_calls_with_a_spare_pool():
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    base = av.single_tier_model(1800.0, 60.0, 2 * 3600.0, 300.0, 120.0)
+    model = dataclasses.replace(
+        base, tiers=(dataclasses.replace(base.tiers[0], takes_spare=True),), fault_spare_nodes=jnp.ones(1),
+        spares=av.SparePool(size=1, repair_time=4 * 3600.0, activation_time=30.0)).validate()
+    result, opt = av.analyze_and_optimum(model)
+    alone, best = av.analyze(model), av.checkpoint_interval_optimum(model)
+    assert float(alone.lost[4]) > 1e-4  # the pool runs dry: waits for a spare are part of the answer
+    for name in ("goodput", "availability", "interruptions_per_day", "lost_work_per_interruption", "lost"):
+        np.testing.assert_allclose(np.asarray(getattr(result, name)), np.asarray(getattr(alone, name)),
+                                   rtol=1e-12, atol=1e-16, err_msg=name)
+    np.testing.assert_allclose(float(opt.interval), float(best.interval), rtol=1e-6)

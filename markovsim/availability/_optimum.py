@@ -23,6 +23,7 @@ goodput itself. All in JAX: ``jit`` and ``vmap`` over models work.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -75,7 +76,10 @@ def _with_interval(model, interval):
     return dataclasses.replace(model, checkpoint=cp)
 
 
-def _optimum(model) -> IntervalOptimum:
+def _optimum(model, analysis: bool = False):
+    """The optimum; with ``analysis``, also the model's own result at its interval,
+    ``(GoodputResult, IntervalOptimum)``, from one more step of the same loop (the program
+    holds the solver once instead of twice: less to trace and compile)."""
     model = packed(model)
     cp = model.checkpoint
     ep = _episodes(model)
@@ -90,9 +94,9 @@ def _optimum(model) -> IntervalOptimum:
         hi = jnp.maximum(hi, lo + math.log(10.0))
     lo, hi = jax.lax.stop_gradient(lo), jax.lax.stop_gradient(hi)
 
-    def solve_at(s):
-        r = _solve(_with_interval(model, jnp.exp(s)))
-        return jnp.where(jnp.isnan(r.goodput), -jnp.inf, r.goodput), r.goodput, r.status
+    def solve_at(s, own):
+        r = _solve(_with_interval(model, jnp.where(own, cp.interval, jnp.exp(s))))
+        return jnp.where(jnp.isnan(r.goodput), -jnp.inf, r.goodput), r.goodput, r.status, r
 
     grid = lo + (hi - lo) * jnp.linspace(0.0, 1.0, _GRID)
     step = (3.0 - math.sqrt(5.0)) / 2.0
@@ -102,29 +106,35 @@ def _optimum(model) -> IntervalOptimum:
         # the best grid point x inside its two neighbouring cells [a, b], probing the larger
         # side; then the answer's two neighbours. One evaluation of the model per step (one
         # trace to compile).
-        a, b, x, fx, gx, sx, jbest, nb = state
+        (a, b, x, fx, gx, sx, jbest, nb), own_result = state
+        own = k < 0  # step -1 (with ``analysis``): the model at its own interval
         start = k == _GRID
         a = jnp.where(start, grid[jnp.maximum(jbest - 1, 0)], a)
         b = jnp.where(start, grid[jnp.minimum(jbest + 1, _GRID - 1)], b)
-        scan = k < _GRID
+        scan = (k >= 0) & (k < _GRID)
         golden = (k >= _GRID) & (k < _GRID + _GOLDEN_STEPS)
         side = k - _GRID - _GOLDEN_STEPS  # 0: left neighbour, 1: right neighbour
         right = (b - x) >= (x - a)
         golden_u = jnp.where(right, x + step * (b - x), x - step * (x - a))
         nbr_u = jnp.clip(x + jnp.where(side == 0, -1.0, 1.0) * _NEIGHBOUR, lo, hi)
-        u = jnp.where(scan, grid[jnp.minimum(k, _GRID - 1)], jnp.where(golden, golden_u, nbr_u))
-        fu, gu, su = solve_at(u)
+        u = jnp.where(scan, grid[jnp.clip(k, 0, _GRID - 1)], jnp.where(golden, golden_u, nbr_u))
+        fu, gu, su, r = solve_at(u, own)
+        if analysis:
+            own_result = jax.tree_util.tree_map(lambda new, old: jnp.where(own, new, old), r, own_result)
         better = (scan | golden) & (fu > fx)
         a2 = jnp.where(golden, jnp.where(better, jnp.where(right, x, a), jnp.where(right, a, u)), a)
         b2 = jnp.where(golden, jnp.where(better, jnp.where(right, b, x), jnp.where(right, u, b)), b)
         nb = jnp.where(side == 0, nb.at[0].set(fu), jnp.where(side == 1, nb.at[1].set(fu), nb))
         return (a2, b2, jnp.where(better, u, x), jnp.where(better, fu, fx), jnp.where(better, gu, gx),
-                jnp.where(better, su, sx), jnp.where(better & scan, k, jbest), nb)
+                jnp.where(better, su, sx), jnp.where(better & scan, k, jbest), nb), own_result
 
     zero = jnp.zeros(())
-    state = (zero, zero, lo, -jnp.inf, jnp.asarray(jnp.nan), jnp.asarray(ResultStatus.NON_FINITE, jnp.int32),
-             jnp.zeros((), jnp.int32), jnp.full(2, -jnp.inf))
-    a, b, x, fx, gx, best_status, _, nb = jax.lax.fori_loop(0, _GRID + _GOLDEN_STEPS + 2, body, state)
+    search = (zero, zero, lo, -jnp.inf, jnp.asarray(jnp.nan), jnp.asarray(ResultStatus.NON_FINITE, jnp.int32),
+              jnp.zeros((), jnp.int32), jnp.full(2, -jnp.inf))
+    own_result = jax.eval_shape(_solve, model) if analysis else None
+    own_result = jax.tree_util.tree_map(lambda v: jnp.zeros(v.shape, v.dtype), own_result)
+    (a, b, x, fx, gx, best_status, _, nb), own_result = jax.lax.fori_loop(
+        -1 if analysis else 0, _GRID + _GOLDEN_STEPS + 2, body, (search, own_result))
     at_lo = x - lo <= _ON_BOUND + 1e-9 * jnp.abs(lo)
     at_hi = hi - x <= _ON_BOUND + 1e-9 * jnp.abs(hi)
     beaten = jnp.any(nb > fx + _TIE)
@@ -134,7 +144,7 @@ def _optimum(model) -> IntervalOptimum:
          jnp.asarray(ResultStatus.AT_LOWER_BOUND, jnp.int32), jnp.asarray(ResultStatus.AT_UPPER_BOUND, jnp.int32)],
         jnp.asarray(ResultStatus.OK, jnp.int32)).astype(jnp.int32)
     failed = (status >= ResultStatus.INVALID_INPUT)
-    return IntervalOptimum(
+    opt = IntervalOptimum(
         interval=jnp.where(failed, jnp.nan, jnp.exp(x)),
         goodput=jnp.where(failed, jnp.nan, gx),
         status=status,
@@ -142,6 +152,7 @@ def _optimum(model) -> IntervalOptimum:
         search_lower=jnp.exp(lo),
         search_upper=jnp.exp(hi),
     )
+    return (own_result, opt) if analysis else opt
 
 
 _optimum_jit = jax.jit(_optimum)
@@ -201,11 +212,7 @@ def optimal_checkpoint_interval(model: AvailabilityModel, *, throw: bool = True)
     return checkpoint_interval_optimum(model, throw=throw).interval
 
 
-def _analysis_and_optimum(model):
-    return _solve(model), _optimum(model)
-
-
-_both_jit = jax.jit(_analysis_and_optimum)
+_both_jit = jax.jit(functools.partial(_optimum, analysis=True))
 
 
 def analyze_and_optimum(model: AvailabilityModel, *,
