@@ -5,7 +5,7 @@ wrapped (:func:`guard_public`) so that its arguments are checked before it runs.
   after) a markovsim class must be an instance of it: else :class:`InvalidTypeError`
   naming the parameter, the value and the class expected.
 * A numeric argument whose parameter name has one meaning across the API (``save_time``:
-  seconds >= 0, ``cards``: an integer >= 1, ``level``: a probability, ...; table
+  seconds >= 0, ``cards``: an integer >= 1, ``level``: strictly between 0 and 1, ...; table
   :data:`NUMBERS`) must be a finite real number in that domain, and an integer argument
   must not exceed :data:`MAX_COUNT` (sizes beyond it could never be allocated): else
   :class:`InvalidParameterError`.
@@ -32,7 +32,7 @@ from ._errors import InvalidParameterError, InvalidTypeError, _is_traced, check_
 MAX_COUNT = 2**31 - 1
 
 _T, _POS, _INT, _INT0, _P, _NUM, _NN = "time", "positive", "integer", "integer0", "probability", "number", "nonnegative"
-_SIZE, _TP, _W = "size", "positive time", "lambertw argument"
+_SIZE, _TP, _W, _LEVEL = "size", "positive time", "lambertw argument", "interval level"
 #: the longest time any function accepts, seconds (about 32 million years): beyond it the
 #: closed forms overflow float64 or a simulation could never finish
 MAX_TIME = 1e15
@@ -48,7 +48,7 @@ NUMBERS: dict[str, str] = {
     "counts": _NN, "durations": _NN, "zipf_exponent": _NN, "work_cv": _NN, "jitter_cv": _NN,
     "imbalance_before": _POS, "imbalance_after": _POS, "factor": _POS,
     # shares and probabilities
-    "availability": _P, "level": _P, "goodput": _P, "probabilities": _P, "continue_probabilities": _P,
+    "availability": _P, "level": _LEVEL, "goodput": _P, "probabilities": _P, "continue_probabilities": _P,
     "moe_share": _P, "exposed_share": _P, "hidden_fraction": _P, "soft_fault_share": _P, "zero_mass": _P,
     "step_cut": _P, "exposed_cut": _P, "target": _P, "availability_low": _P,
     # counts
@@ -143,6 +143,11 @@ def _check_value(fname: str, pname: str, value: Any, domain: str) -> None:
             check_number(label, value, minimum=0.0)
         elif domain == _P:
             check_number(label, value, minimum=0.0, maximum=1.0)
+        elif domain == _LEVEL:  # 0 and 1 give a point or an unbounded interval, never what was meant
+            check_number(label, value, minimum=0.0, maximum=1.0)
+            if not np.all((np.asarray(value, dtype=float) > 0.0) & (np.asarray(value, dtype=float) < 1.0)):
+                raise InvalidParameterError(f"{label}={value!r:.60}: expected an interval level strictly between "
+                                            "0 and 1 (e.g. 0.9)")
         else:
             check_number(label, value)
 

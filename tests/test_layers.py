@@ -18,7 +18,8 @@ PACKAGE = ROOT / "markovsim"
 #: (``markovsim/__init__.py``) is the public facade above the tools.
 LAYERS = (
     ("base", ("markovsim._errors", "markovsim._units", "markovsim._config", "markovsim._random",
-              "markovsim._estimate", "markovsim._status", "markovsim._entry")),
+              "markovsim._estimate", "markovsim._status", "markovsim._entry", "markovsim._lazy",
+              "markovsim._compile_cache")),
     ("io", ("markovsim._io", "markovsim._spec")),
     ("engine", ("markovsim.engine",)),
     ("domains", ("markovsim.availability", "markovsim.training", "markovsim.inference")),

@@ -68,7 +68,7 @@ from .._units import DAY
 from ..engine import gth
 from ._checks import concrete
 from ._model import AvailabilityModel, Rollback, SaveMode
-from ._packed import ROLLBACK_CODE, PackedModel, inputs_valid, pack
+from ._packed import ROLLBACK_CODE, PackedModel, as_packed, inputs_valid, pack
 from ._pool_chain import effective_repair, pool_wait
 
 __all__ = [
@@ -320,15 +320,10 @@ def _illinois(h, _start):
     return jnp.where(jnp.abs(ha) <= jnp.abs(hb), a, b)
 
 
-def packed(model) -> PackedModel:
-    """``model`` as a :class:`PackedModel` (unpadded, traceable), unless it is one."""
-    return model if isinstance(model, PackedModel) else pack(model)
-
-
 def _solve(model) -> GoodputResult:
     """The checked result (status and NaN-fill) for one model (an :class:`AvailabilityModel`
     or its :class:`PackedModel`); jit/vmap/grad-safe."""
-    model = packed(model)
+    model = as_packed(model)
     if model.spares is None:
         result, _ = _solve_given(model, 1.0)
         converged = jnp.array(True)

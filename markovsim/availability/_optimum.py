@@ -32,9 +32,9 @@ import numpy as np
 
 from .._status import ResultStatus, check_status
 from ._checks import concrete
-from ._goodput import GoodputResult, _batched, _episodes, _invalid_detail, _solve, analyze, packed, run_checked
+from ._goodput import GoodputResult, _batched, _episodes, _invalid_detail, _solve, analyze, run_checked
 from ._model import AvailabilityModel, SaveMode, min_background_interval
-from ._packed import pack
+from ._packed import as_packed, pack
 
 __all__ = ["IntervalOptimum", "checkpoint_interval_optimum", "optimal_checkpoint_interval"]
 
@@ -80,7 +80,7 @@ def _optimum(model, analysis: bool = False):
     """The optimum; with ``analysis``, also the model's own result at its interval,
     ``(GoodputResult, IntervalOptimum)``, from one more step of the same loop (the program
     holds the solver once instead of twice: less to trace and compile)."""
-    model = packed(model)
+    model = as_packed(model)
     cp = model.checkpoint
     ep = _episodes(model)
     rate = jnp.maximum(ep["lam_m"] + ep["lam_p"], 1e-12)

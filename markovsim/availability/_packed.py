@@ -26,7 +26,7 @@ import numpy as np
 
 from ._model import AvailabilityModel, RecoveryTier, Rollback, SaveMode, min_background_interval
 
-__all__ = ["PackedModel", "pack", "bucket", "inputs_valid", "ROLLBACK_CODE"]
+__all__ = ["PackedModel", "pack", "as_packed", "bucket", "inputs_valid", "ROLLBACK_CODE"]
 
 #: the rollback of each tier as a number (``PackedModel.tier_rollback``)
 ROLLBACK_CODE = {Rollback.NONE: 0.0, Rollback.STEP: 1.0, Rollback.MEMORY: 2.0, Rollback.PERSISTENT: 3.0}
@@ -125,6 +125,11 @@ def pack(model: AvailabilityModel, *, pad: bool = False) -> PackedModel:
     return packed
 
 
+def as_packed(model) -> PackedModel:
+    """``model`` as a :class:`PackedModel` (unpadded, traceable), unless it is one."""
+    return model if isinstance(model, PackedModel) else pack(model)
+
+
 def inputs_valid(model):
     """The value checks of :meth:`AvailabilityModel.validate` as one JAX boolean (jit-safe):
     true when every numeric input lies in its domain. NaN fails every check.
@@ -132,7 +137,7 @@ def inputs_valid(model):
     Args:
         model: an :class:`AvailabilityModel` or its :class:`PackedModel`.
     """
-    pm = model if isinstance(model, PackedModel) else pack(model)
+    pm = as_packed(model)
     f = lambda x: jnp.asarray(x, dtype=jnp.result_type(float))  # noqa: E731
 
     def nonneg(x):
