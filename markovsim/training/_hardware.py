@@ -60,6 +60,13 @@ class KernelModel:
         collective_bandwidth_fraction: fraction of a link's bandwidth a collective reaches.
         step_overhead_s: fixed host-side cost of one step (launches, synchronisation,
             bookkeeping) that the operators do not cover, seconds.
+        interleave_efficiency: :math:`\\eta`, the share of the interleaved schedule's ideal
+            bubble reduction that the software stack realises: the bubble of ``v`` virtual
+            stages is :math:`(p-1)\\,t_\\text{mb}\\,[1 - \\eta (1 - 1/v)]`, from the plain
+            1F1B bubble (:math:`\\eta = 0`) to Narayanan et al. 2021's :math:`(p-1)t_\\text{mb}/v`
+            (:math:`\\eta = 1`, the default). A property of the pipeline implementation
+            (chunk switches, blocking point-to-point, stage imbalance), fitted with the
+            other constants.
     """
 
     gemm_peak_fraction: float = 0.8
@@ -68,12 +75,14 @@ class KernelModel:
     memory_bandwidth_fraction: float = 0.7
     collective_bandwidth_fraction: float = 0.8
     step_overhead_s: float = 0.0
+    interleave_efficiency: float = 1.0
 
     def validate(self, where: str = "kernels") -> "KernelModel":
         for name in ("gemm_peak_fraction", "attention_peak_fraction", "memory_bandwidth_fraction",
                      "collective_bandwidth_fraction"):
             check_probability(f"{where}.{name}", getattr(self, name))
             check_positive(f"{where}.{name}", getattr(self, name))
+        check_probability(f"{where}.interleave_efficiency", self.interleave_efficiency)
         for name in ("gemm_traffic", "step_overhead_s"):
             v = getattr(self, name)
             if not (v == v and 0 <= v < float("inf")):

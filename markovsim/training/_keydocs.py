@@ -48,6 +48,8 @@ KEY_DOCS = {
         "kernels.memory_bandwidth_fraction": "fraction of HBM bandwidth memory-bound kernels reach",
         "kernels.collective_bandwidth_fraction": "fraction of a link's bandwidth a collective reaches",
         "kernels.step_overhead": "fixed host-side cost of one step (launches, synchronisation, logging)",
+        "kernels.interleave_efficiency": ("share of the interleaved schedule's ideal bubble reduction realised "
+                                          "(0: the 1F1B bubble, 1: (pp-1)/v)"),
         "hbm": "HBM per card",
         "hbm_bandwidth": "HBM bandwidth per card",
         "levels": "link hierarchy, innermost first; the last covers the cluster",

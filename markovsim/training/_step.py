@@ -174,7 +174,8 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap,
         o_pp=efficiency.pp_overlap, o_pg=efficiency.param_gather_overlap, usable=efficiency.usable_memory,
         step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
-        comm_sm=efficiency.comm_sm_fraction, mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
+        comm_sm=efficiency.comm_sm_fraction,
+        eta_interleave=float(kernels.interleave_efficiency if not legacy else 1.0), mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
     )
     return c
 
@@ -191,6 +192,50 @@ def _ring(kind, size, n, bw, lat):
     return _one_level(kind, size, n, lat, bw, Algorithm.RING)
 
 
+def _grouped(c, kind, size, n, stride, xp=jnp):
+    r"""One collective among ``n`` ranks placed ``stride`` apart in the rank order, on a
+    rail-optimised cluster (one scale-out port per accelerator).
+
+    The :math:`n_\text{in} = \min(n, \lfloor g/\text{stride} \rfloor)` members that share
+    an innermost domain of :math:`g` accelerators (a node) work on the buffer together, and
+    each drives its own scale-out port with :math:`1/n_\text{in}` of it across the
+    :math:`n_\text{out} = n/n_\text{in}` domains (the hierarchical algorithm of the
+    ``_collectives`` module; NCCL's rings and trees reach the same bound by running one
+    channel per port). All-reduce: reduce-scatter inside + all-reduce across + all-gather
+    inside, the across phase at the smaller of the ring latency :math:`2(n_\text{out}-1)\alpha`
+    and the tree's :math:`2\lceil\log_2 n_\text{out}\rceil\alpha` (NCCL's double binary tree,
+    all-reduce only); reduce-scatter and all-gather: rings only (NCCL has no tree for them),
+    the inner phase on the full buffer plus the outer on :math:`1/n_\text{in}`. One member
+    per domain: the flat ring on the scale-out level; the whole group in one domain: the ring
+    on that level. Zero for :math:`n = 1`."""
+    node = c["level_sizes"][0]
+    n_in = xp.where(xp.isfinite(node), xp.clip(xp.floor(node / stride), 1.0, n), n)
+    n_out = xp.maximum(n / n_in, 1.0)
+    bw_in, lat_in = _level(c, stride * n_in, xp)
+    bw_out, lat_out = _level(c, stride * n, xp)
+    outer = _ring(kind, size / n_in, n_out, bw_out, lat_out)
+    if kind is Collective.ALL_REDUCE:
+        inner = (_ring(Collective.REDUCE_SCATTER, size, n_in, bw_in, lat_in)
+                 + _ring(Collective.ALL_GATHER, size, n_in, bw_in, lat_in))
+        steps = xp.minimum(n_out - 1.0, xp.ceil(xp.log2(xp.maximum(n_out, 1.0)) - 1e-12))
+        outer = outer - xp.where(n_out > 1, 2.0 * (n_out - 1.0 - steps) * lat_out, 0.0)
+    else:
+        inner = _ring(kind, size, n_in, bw_in, lat_in)
+    return inner + outer
+
+
+def _bucketed(c, kind, params, bytes_per, n, stride, overlap, xp=jnp):
+    """Gradient or weight collectives of ``params`` parameters in buckets, each a
+    :func:`_grouped` collective paying its own latency. Megatron-LM's rule (megatron/core
+    distributed ``DistributedDataParallelConfig.bucket_size``): with the gradient reduction
+    overlapped, buckets of :math:`\\max(4\\cdot 10^7, 10^6 n)` parameters ("larger DP sizes
+    need larger buckets to ensure collectives do not become latency-bound"); without overlap,
+    one collective on the whole buffer."""
+    bucket = xp.maximum(_BUCKET_PARAMS, 1e6 * n)
+    buckets = xp.where(overlap > 0, xp.maximum(xp.ceil(params / bucket), 1.0), 1.0)
+    return buckets * _grouped(c, kind, params * bytes_per / buckets, n, stride, xp)
+
+
 def stage_shares(c, q, xp=jnp):
     """Layers and parameters of the fullest pipeline stage and its rank."""
     L = c["layers"]
@@ -201,13 +246,6 @@ def stage_shares(c, q, xp=jnp):
     return dict(stage_layers=stage_layers, stage_share=share, moe_stage=c["moe_layers"] * share,
                 dense_rank=c["dense_params"] * share / q["tp"], expert_rank=c["expert_params"] * share / q["ep"],
                 edp=q["tp"] * q["cp"] * q["dp"] / q["ep"])
-
-
-def _bucket_latency(params, n, lat, factor, xp=jnp):
-    """Latency of the gradient buckets beyond the first (ring or tree per bucket)."""
-    buckets = xp.maximum(xp.ceil(params / _BUCKET_PARAMS), 1.0)
-    per = xp.minimum((n - 1.0), xp.ceil(xp.log2(xp.maximum(n, 1.0)) - 1e-12)) * lat * factor
-    return xp.where(n > 1, (buckets - 1.0) * per, 0.0)
 
 
 def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
@@ -234,6 +272,9 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     compute = m * t_mb
     one = jnp.ones_like(tp)
     bubble = t_mb * idle_per_stage(sched, pp, v, one, one, one, xp=jnp) / 3.0
+    # the interleaved schedule realises a share eta of its ideal bubble reduction
+    lost = 1.0 + (1.0 - c["eta_interleave"]) * (v - 1.0)
+    bubble = jnp.where(sched == SCHEDULE_CODES[Schedule.INTERLEAVED], bubble * lost, bubble)
     # TP (+ CP ring attention)
     act = mb * s * h * _BF16 / cp
     bw, lat = _level(c, tp)
@@ -272,19 +313,17 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     dense_rank, expert_rank, edp = sh["dense_rank"], sh["expert_rank"], sh["edp"]
     n_dp = dp * cp
     gb = q["grad_bytes"]
-    bw, lat = _level(c, tp * cp * dp)
     ar, rs, ag = Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.ALL_GATHER
-    grad_ar = _ring(ar, dense_rank * gb, n_dp, bw, lat)
-    grad_rs = _ring(rs, dense_rank * gb, n_dp, bw, lat)
-    gather = _ring(ag, dense_rank * _BF16, n_dp, bw, lat)
-    buckets = _bucket_latency(dense_rank, n_dp, lat, 2.0)
+    o_dp, o_pg = c["o_dp"], c["o_pg"]
+    grad_ar = _bucketed(c, ar, dense_rank, gb, n_dp, tp, o_dp)
+    grad_rs = _bucketed(c, rs, dense_rank, gb, n_dp, tp, o_dp)
+    gather = _bucketed(c, ag, dense_rank, _BF16, n_dp, tp, o_pg)
     if moe:
-        grad_ar = grad_ar + _ring(ar, expert_rank * gb, edp, bw, lat)
-        grad_rs = grad_rs + _ring(rs, expert_rank * gb, edp, bw, lat)
-        gather = gather + _ring(ag, expert_rank * _BF16, edp, bw, lat)
-        buckets = buckets + _bucket_latency(expert_rank, edp, lat, 2.0)
+        grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
+        grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
+        gather = gather + _bucketed(c, ag, expert_rank, _BF16, edp, ep, o_pg)
     z3 = zero >= 3
-    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs)) + buckets
+    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
     ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
