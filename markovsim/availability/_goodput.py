@@ -616,7 +616,29 @@ def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) ->
     return out
 
 
-_value_and_grad = jax.jit(jax.value_and_grad(lambda m: _solve(m).goodput), compiler_options=QUICK_COMPILE)
+def _goodput_and_gradient(model):
+    r"""Goodput and its gradient for the sensitivities: the derivative ``jax.grad`` takes
+    through :func:`_solve` (whose spare-pool fixed point is differentiated implicitly by
+    ``custom_root``), in a smaller program. With the pool's running share :math:`s^*` the
+    root of :math:`h(\theta, s) = S(\theta, s) - s` and goodput :math:`G(\theta, s)`,
+    :math:`dG/d\theta = \partial_\theta G - (\partial_s G / \partial_s h)\,\partial_\theta h`:
+    one forward evaluation at :math:`s^*` and one backward pass for both rows."""
+    model = as_packed(model)
+    if model.spares is None:
+        return jax.value_and_grad(lambda m: _solve_given(m, 1.0)[0].goodput)(model)
+    share = jax.lax.stop_gradient(_illinois(lambda sh: _solve_given(model, sh)[1] - sh, None))
+
+    def rows(m, s):
+        r, out = _solve_given(m, s)
+        return jnp.stack([r.goodput, out - s])
+
+    value, back = jax.vjp(rows, model, share)
+    d_model, d_share = jax.vmap(back)(jnp.eye(2))
+    k = d_share[0] / d_share[1]
+    return value[0], jax.tree_util.tree_map(lambda d: d[0] - k * d[1], d_model)
+
+
+_value_and_grad = jax.jit(_goodput_and_gradient, compiler_options=QUICK_COMPILE)
 
 
 def time_to_train(model: AvailabilityModel, work, *, throw: bool = True):
