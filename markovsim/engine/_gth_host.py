@@ -222,28 +222,49 @@ def _banded_eliminate(Lrev, Urev, pad, w):
 @jax.jit
 def _banded_summary(raw, row, s, pad):
     """The bound's sum over the states after the padding, and whether a rate, ratio or
-    pivot left the normal range. The ratios ``raw / s`` are formed here as the back
-    substitutions form them, but not kept (writing them out cost a quarter of a solve)."""
-    real = jnp.arange(s.shape[0]) >= pad
+    pivot left the normal range.
+
+    Division by the step's pivot is monotone, so a step's smallest ratio is its smallest
+    positive rate in over the pivot, and its ratios are positive where its rates in are
+    unless one underflowed: then (a lost link, rare) the ratios ``raw / s`` are formed as
+    the back substitutions form them (:func:`_summary_from_ratios`); otherwise no ratio is
+    formed (forming them cost a third of this summary, writing them out a quarter of a
+    solve)."""
+    sp = jnp.where(s > 0, s, 1.0)
+    min_raw = _min_positive(raw)
+    min_col = min_raw / sp
+    lost = min_col < FLOOR  # a ratio underflowed: a link is lost
+    return jax.lax.cond(jnp.any(lost), lambda: _summary_from_ratios(raw, row, s, pad),
+                        lambda: _summary(raw > 0, row, s, pad, min_raw, min_col, lost))
+
+
+def _min_positive(a):
+    return jnp.min(jnp.where(a > 0, a, jnp.inf), axis=1)
+
+
+def _summary_from_ratios(raw, row, s, pad):
     cols = _ratios(raw, s)
-    nc = jnp.sum(cols > 0, axis=1).astype(s.dtype)
+    lost = jnp.any((raw > 0) & (cols < FLOOR), axis=1)
+    return _summary(cols > 0, row, s, pad, _min_positive(raw), _min_positive(cols), lost)
+
+
+def _summary(into, row, s, pad, min_raw, min_col, lost):
+    """``into``: per step, which ratios are positive; the minima are per step."""
+    real = jnp.arange(s.shape[0]) >= pad
+    nc = jnp.sum(into, axis=1).astype(s.dtype)
     nw = jnp.sum(row > 0, axis=1).astype(s.dtype)
     u = jnp.finfo(s.dtype).eps / 2
 
     def g(m):
         return m * u / (1 - m * u)
 
-    def min_positive(a):
-        return jnp.min(jnp.where(a > 0, a, jnp.inf), axis=1)
-
     # XLA flushes subnormals to zero: an operation near the bottom of the range errs by up
     # to FLOOR absolutely, i.e. by FLOOR / v relative on the smallest value v of the step
-    smallest = jnp.minimum(jnp.minimum(min_positive(raw), min_positive(row)), min_positive(cols))
+    smallest = jnp.minimum(jnp.minimum(min_raw, _min_positive(row)), min_col)
     # (a subnormal in the output shows gradual underflow, whose error is 2^-1075 per operation)
     per_op = jnp.where(jnp.any(real & (smallest < FLOOR)), 2.0**-1074, FLOOR)
     near = (nw + nc + 4.0) * per_op / smallest
     L = jnp.sum(jnp.where(real, 2.0 * nc * (g(nw + 4.0) + near) + 2.0 * g(nw + nc + 2.0), 0.0))
-    lost = jnp.any((raw > 0) & (cols < FLOOR), axis=1)  # a ratio underflowed: a link is lost
     bad = jnp.any(real & (lost | (s < FLOOR)))
     return L, bad
 
