@@ -10,7 +10,7 @@ import markovsim as ms
 import markovsim.availability as av
 
 
-@given(n=st.integers(2, 12), seed=st.integers(0, 2**31 - 1))
+@given(n=st.sampled_from([2, 5, 12]), seed=st.integers(0, 2**31 - 1))  # few sizes: each compiles anew
 def test_gth_loop_form_equals_unrolled(n, seed):
     rng = np.random.default_rng(seed)
     R = 10.0 ** rng.uniform(-4, 2, size=(n, n))
