@@ -34,9 +34,9 @@ from ._goodput import (
     GoodputResult as GoodputResult,
     analyze as analyze,
     goodput as goodput,
-    goodput_sensitivities as goodput_sensitivities,
     time_to_train as time_to_train,
 )
+from ._sensitivity import goodput_sensitivities as goodput_sensitivities
 from ._optimum import (
     IntervalOptimum as IntervalOptimum,
     analyze_and_optimum as analyze_and_optimum,

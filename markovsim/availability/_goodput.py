@@ -37,6 +37,12 @@ ratios and do not see the factor. GTH's anchor (the state eliminated last) is th
 that makes a checkpoint durable, which every path revisits, so recovery states that no
 fault reaches are transient with probability 0 rather than a zero pivot.
 
+**Backends.** The solver is written once against :mod:`markovsim._backend`: a concrete
+single model is solved in numpy (nothing traced or compiled: the first answer in tens of
+milliseconds), batches and traced models in JAX (``jit`` / ``vmap`` / ``grad``). What does
+not depend on the spare pool's running share (:func:`_episode_parts`, the embedded chain and
+its stationary vector) is computed once, outside the pool's root search.
+
 **Checks.** Every result carries a :class:`~markovsim.ResultStatus`: ``INVALID_INPUT``
 (an input outside its domain, seen under ``jit``), ``NON_FINITE``, ``OUT_OF_RANGE`` (a
 share outside [0, 1] or a breakdown that does not sum to 1 within 1e-9) or
@@ -64,19 +70,18 @@ import numpy as np
 from .._compile_cache import QUICK_COMPILE
 from .._errors import InvalidParameterError
 from .._status import ResultStatus, check_status
+from .._backend import JAX, numpy_single, ops_of, run_numpy
 from .._units import DAY
-from ..engine import gth
 from ._checks import concrete
 from ._model import AvailabilityModel, Rollback, SaveMode
 from ._packed import ROLLBACK_CODE, PackedModel, as_packed, inputs_valid, pack
-from ._pool_chain import effective_repair, pool_wait
+from ._pool_chain import _pool_wait, effective_repair
 
 __all__ = [
     "CAUSES",
     "GoodputResult",
     "analyze",
     "goodput",
-    "goodput_sensitivities",
     "time_to_train",
 ]
 
@@ -129,24 +134,26 @@ class GoodputResult:
         return out
 
 
-def _f(x):
-    return jnp.asarray(x, dtype=jnp.result_type(float))
+def _f(xp, x):
+    if xp is np and np.iscomplexobj(x):  # a complex step (markovsim.availability._sensitivity)
+        return np.asarray(x)
+    return xp.asarray(x, dtype=xp.result_type(float))
 
 
-def _expm1_over_scaled(x, scale_log):
+def _expm1_over_scaled(xp, x, scale_log):
     r"""``expm1(x) / x * exp(-scale_log)`` (limit ``exp(-scale_log)`` at 0) for ``0 <= x <= scale_log``
     or small ``x``, without overflow for large ``x`` (gradient-safe)."""
     big = x > 1.0
-    xb = jnp.where(big, x, 1.0)
-    xs = jnp.where(big | (x == 0.0), 1.0, x)
-    small = jnp.where(x == 0.0, 1.0, jnp.expm1(xs) / xs) * jnp.exp(-scale_log)
-    return jnp.where(big, (jnp.exp(xb - scale_log) - jnp.exp(-scale_log)) / xb, small)
+    xb = xp.where(big, x, 1.0)
+    xs = xp.where(big | (x == 0.0), 1.0, x)
+    small = xp.where(x == 0.0, 1.0, xp.expm1(xs) / xs) * xp.exp(-scale_log)
+    return xp.where(big, (xp.exp(xb - scale_log) - xp.exp(-scale_log)) / xb, small)
 
 
-def _one_minus_exp_over(a, length):
+def _one_minus_exp_over(xp, a, length):
     """``(1 - exp(-a L)) / a`` with the limit ``L`` at ``a = 0``."""
-    safe = jnp.where(a == 0.0, 1.0, a)
-    return jnp.where(a == 0.0, length, -jnp.expm1(-safe * length) / safe)
+    safe = xp.where(a == 0.0, 1.0, a)
+    return xp.where(a == 0.0, length, -xp.expm1(-safe * length) / safe)
 
 
 def _spare_wait(model: PackedModel, birth_rate, recovery):
@@ -164,36 +171,37 @@ def _spare_wait(model: PackedModel, birth_rate, recovery):
     (:func:`markovsim.availability._pool_chain.pool_wait`); ``None`` keeps this
     exponential chain.
     """
+    ops = ops_of(model, birth_rate, recovery)
+    xp = ops.xp
     pool = model.spares
     if pool is None:
-        return jnp.zeros(()), jnp.zeros(())
+        return xp.zeros(()), xp.zeros(())
     if pool.repair is not None:  # phase-type repair: nodes in repair counted per phase
-        wait, p_empty = pool_wait(effective_repair(pool), pool.size, birth_rate, recovery)
+        wait, p_empty = _pool_wait(effective_repair(pool), pool.size, birth_rate, recovery)
         return wait + pool.activation_time, p_empty
     s = pool.size
     mu = 1.0 / pool.repair_time
-    b = jnp.maximum(birth_rate, 1e-300)
-    back = 1.0 / jnp.clip(recovery, 1e-300, 1e300)
-    n = 2 * (s + 1) + 1  # U_0..U_s, S_0..S_s, W
-    U, S_, W = (lambda k: k), (lambda k: s + 1 + k), 2 * (s + 1)
+    b = xp.maximum(birth_rate, 1e-300)
+    back = 1.0 / xp.clip(recovery, 1e-300, 1e300)
+    n = 2 * (s + 1) + 1  # U_0, S_0, U_1, S_1, ..., U_s, S_s, W: every rate joins states at most 3 apart
+    U, S_, W = (lambda k: 2 * k), (lambda k: 2 * k + 1), 2 * (s + 1)
     # every rate in one scatter (entry-by-entry updates unroll into 4 s ops to compile)
     k = np.arange(s + 1)
     up = k[1:]  # a repair returns a node: k -> k - 1, in U and in S
     rows = np.concatenate([U(up), S_(up), U(k), S_(k), [W]])
     cols = np.concatenate([U(up - 1), S_(up - 1), np.append(S_(k[:-1] + 1), W), U(k), [S_(s)]])
-    ones = jnp.ones(s + 1)
-    vals = jnp.concatenate([up * mu, up * mu, b * ones, back * ones, jnp.reshape((s + 1) * mu, (1,))])
-    Q = jnp.zeros((n, n)).at[rows, cols].add(vals)
-    Q = Q - jnp.diag(Q.sum(axis=1))
+    ones = xp.ones(s + 1)
+    vals = xp.concatenate([up * mu, up * mu, b * ones, back * ones, xp.reshape((s + 1) * mu, (1,))])
+    Q = ops.add(xp.zeros((n, n)), (rows, cols), vals)  # off-diagonal rates: all that GTH reads
     # bare GTH: the certified traced solver NaNs a chain whose arrival rate sits at the
     # 1e-300 floor (the root search probes a zero running share); this chain has at most
     # 2 s + 3 states, every rate positive on its cycle, and the goodput it feeds is checked
-    pi = gth(Q, unroll=False)  # one traced loop: a smaller program to compile
-    p_empty = pi[U(s)] / jnp.sum(pi[: s + 1])  # PASTA within U: an arrival finds the pool empty
+    pi = ops.gth(Q, unroll=False, band=3)  # one traced loop: a smaller program to compile
+    p_empty = pi[U(s)] / xp.sum(pi[U(k)])  # PASTA within U: an arrival finds the pool empty
     return p_empty / ((s + 1) * mu) + pool.activation_time, p_empty
 
 
-def _episodes(model: PackedModel, running_share=1.0):
+def _episodes(model: PackedModel, running_share=1.0, fixed=None):
     r"""Rates and cost components of pauses, in-memory and persistent rollbacks.
 
     ``running_share`` converts the spare pool's arrivals from running time to the wall time
@@ -202,89 +210,106 @@ def _episodes(model: PackedModel, running_share=1.0):
     the largest :math:`\Lambda R_k` of a tier that faults reach: a restart whose expected
     number of attempts :math:`e^{\Lambda R}` overflows stays finite, and the time shares
     (ratios of costs) do not depend on the common factor.
+
+    ``fixed``: :func:`_episode_parts` of the model, when the caller has it (the pool's root
+    search evaluates this function at many running shares; only the wait for a spare
+    depends on the share).
     """
+    ops = ops_of(model, running_share)
+    xp = ops.xp
+    e = _episode_parts(model) if fixed is None else fixed
+    wait, p_empty = _spare_wait(model, e["births"] * running_share, e["recovery"])
+    scale, flow, sel = e["scale"], e["flow"], e["sel"]
+    comp = ops.set(e["comp"], np.s_[:, :, _SPARES], wait * scale * e["spare_nodes"][:, None] * e["takes"][None, :])
+    weighted = flow[:, :, None] * comp
+    pause = xp.einsum("ikc,k->c", weighted, sel[0])
+    pred = ops.add(e["pred"], _SPARES, e["pred_spares"] * wait * scale)
+    pause = pause + pred
+    costs = [xp.einsum("ikc,k->c", weighted, c) for c in sel]
+    return dict(h=scale + xp.sum(pause), pause=pause, lam_m=e["lam_m"], mem=costs[1], lam_p=e["lam_p"],
+                pers=costs[2], Lam=e["Lam"], p_empty=p_empty, wait=wait, scale=scale, step=e["step"],
+                births=e["births"], recovery=e["recovery"])
+
+
+def _episode_parts(model: PackedModel):
+    """What :func:`_episodes` computes that does not depend on the spare pool's wait."""
+    ops = ops_of(model)
+    xp = ops.xp
     tiers = model.tiers
     K, M = model.tier_rollback.shape[-1], model.fault_rates.shape[-1]
-    lam = _f(model.fault_rates)
-    q = _f(model.fault_predicted)
+    lam = _f(xp, model.fault_rates)
+    q = _f(xp, model.fault_predicted)
     lam_run = lam * (1.0 - q)
     lam_pred = lam * q
-    interrupts = _f(model.fault_interrupts)
-    Lam = jnp.sum(lam_run * interrupts)
+    interrupts = _f(xp, model.fault_interrupts)
+    Lam = xp.sum(lam_run * interrupts)
     has_mem = model.checkpoint.memory_per_persistent > 0
 
-    D = _f(tiers.downtime())
-    R = _f(tiers.restart_time(model.cards))
-    p = _f(tiers.coverage)
-    fallback = _f(model.tier_fallback)
+    D = _f(xp, tiers.downtime())
+    R = _f(xp, tiers.restart_time(model.cards))
+    p = _f(xp, tiers.coverage)
+    fallback = _f(xp, model.tier_fallback)
     escalates = fallback >= 0.0
-    ladder = jnp.arange(K, dtype=float)
+    ladder = xp.arange(K, dtype=float)
 
-    V = (_f(model.fault_tier)[:, None] == ladder[None, :]).astype(float)  # (M, K): first tier of each mode
+    V = (_f(xp, model.fault_tier)[:, None] == ladder[None, :]).astype(float)  # (M, K): first tier of each mode
     visits = []  # (M,) visits of each tier, final after the pass over the lower tiers (fallbacks point up)
     ends = []
     for k in range(K):
         visits.append(V[:, k])
         V = V + (V[:, k] * (1.0 - p[k]))[:, None] * (ladder == fallback[k])[None, :]
-        ends.append(jnp.where(escalates[k], V[:, k] * p[k], V[:, k]))
-    E = jnp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
-    Vis = jnp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
+        ends.append(xp.where(escalates[k], V[:, k] * p[k], V[:, k]))
+    E = xp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
+    Vis = xp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
 
     x = Lam * R
-    reached = jnp.sum(lam_run[:, None] * Vis, axis=0) > 0.0
-    s = jax.lax.stop_gradient(jnp.maximum(jnp.max(jnp.where(reached, x, 0.0)), 0.0))
-    scale = jnp.exp(-s)
-    x = jnp.where(reached, x, jnp.minimum(x, s))  # tiers no fault reaches weigh 0: keep them finite
-    fails = jnp.where(escalates, 1.0 - p, 0.0)
+    reached = xp.sum(lam_run[:, None] * Vis, axis=0) > 0.0
+    s = ops.stop_gradient(xp.maximum(xp.max(xp.where(reached, x, 0.0)), 0.0))
+    scale = xp.exp(-s)
+    x = xp.where(reached, x, xp.minimum(x, s))  # tiers no fault reaches weigh 0: keep them finite
+    fails = xp.where(escalates, 1.0 - p, 0.0)
     failed = Vis @ (fails * (D + R)) * scale  # (M,) lost in failed tiers (whole duration)
 
-    spare_nodes = _f(model.fault_spare_nodes)
-    takes = _f(model.tier_takes_spare)
-    ex = jnp.exp(x - s)
-    restore = R * _expm1_over_scaled(x, s)  # (K,)
+    spare_nodes = _f(xp, model.fault_spare_nodes)
+    takes = _f(xp, model.tier_takes_spare)
+    ex = xp.exp(x - s)
+    restore = R * _expm1_over_scaled(xp, x, s)  # (K,)
     # spare-taking episodes per running second, and their mean downtime besides the wait
     taking = lam_run[:, None] * spare_nodes[:, None] * E * takes[None, :]  # (M, K)
-    births = jnp.sum(taking) + jnp.sum(lam_pred * spare_nodes)
+    births = xp.sum(taking) + xp.sum(lam_pred * spare_nodes)
     down_scaled = D[None, :] * ex[None, :] + restore[None, :] + failed[:, None]
-    busy = (jnp.sum(taking * down_scaled) / scale + jnp.sum(lam_pred * spare_nodes) * model.migration_time)
-    recovery = jnp.where(births > 0.0, busy / jnp.where(births > 0.0, births, 1.0), 1.0)
-    wait, p_empty = _spare_wait(model, births * running_share, recovery)
-    rho = _f(model.fault_degraded_throughput)
-    tdet = _f(model.fault_detection_time)
+    busy = (xp.sum(taking * down_scaled) / scale + xp.sum(lam_pred * spare_nodes) * model.migration_time)
+    recovery = xp.where(births > 0.0, busy / xp.where(births > 0.0, births, 1.0), 1.0)
+    rho = _f(xp, model.fault_degraded_throughput)
+    tdet = _f(xp, model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
-    post_degraded = _f((1.0 - tiers.degraded_throughput) * tiers.degraded_time)
-    rollback = _f(model.tier_rollback)
-    step_loss = jnp.where(rollback == ROLLBACK_CODE[Rollback.STEP], 0.5, 0.0) * model.step_time
+    post_degraded = _f(xp, (1.0 - tiers.degraded_throughput) * tiers.degraded_time)
+    rollback = _f(xp, model.tier_rollback)
+    step_loss = xp.where(rollback == ROLLBACK_CODE[Rollback.STEP], 0.5, 0.0) * model.step_time
 
     # cost components C[i, k, cause] of an episode of mode i that ends at tier k (scaled)
-    comp = jnp.zeros((M, K, 5))
-    comp = comp.at[:, :, _INFRA].set(D[None, :] * ex[None, :] + failed[:, None])
-    comp = comp.at[:, :, _RESTORE].set(jnp.broadcast_to(restore[None, :], (M, K)))
-    comp = comp.at[:, :, _SPARES].set(wait * scale * spare_nodes[:, None] * takes[None, :])
-    comp = comp.at[:, :, _DEGRADED].set((pre_degraded[:, None] + post_degraded[None, :]) * scale)
-    comp = comp.at[:, :, _STEP].set(jnp.broadcast_to(step_loss[None, :], (M, K)) * scale)
+    comp = xp.zeros((M, K, 5))
+    comp = ops.set(comp, np.s_[:, :, _INFRA], D[None, :] * ex[None, :] + failed[:, None])
+    comp = ops.set(comp, np.s_[:, :, _RESTORE], xp.broadcast_to(restore[None, :], (M, K)))
+    comp = ops.set(comp, np.s_[:, :, _DEGRADED], (pre_degraded[:, None] + post_degraded[None, :]) * scale)
+    comp = ops.set(comp, np.s_[:, :, _STEP], xp.broadcast_to(step_loss[None, :], (M, K)) * scale)
     flow = lam_run[:, None] * E  # (M, K): rate of episodes of mode i ending at tier k
-    weighted = flow[:, :, None] * comp
 
     # what an episode ending at each tier rolls back: nothing (a pause), to memory, to persistent
     pauses = (rollback == ROLLBACK_CODE[Rollback.NONE]) | (rollback == ROLLBACK_CODE[Rollback.STEP])
     memory = (rollback == ROLLBACK_CODE[Rollback.MEMORY]) & has_mem
     sel = [pauses.astype(float), memory.astype(float), (~pauses & ~memory).astype(float)]
-    pause = jnp.einsum("ikc,k->c", weighted, sel[0])
-    pred = jnp.zeros(5).at[_INFRA].add(jnp.sum(lam_pred) * model.migration_time * scale)
-    pred = pred.at[_SPARES].add(jnp.sum(lam_pred * spare_nodes) * wait * scale)
-    pause = pause + pred
-    rates = [jnp.sum(flow * c[None, :]) for c in sel]
-    costs = [jnp.einsum("ikc,k->c", weighted, c) for c in sel]
-    step = jnp.sum(flow * (step_loss * sel[0])[None, :])  # unscaled: step time lost per running second
-    return dict(h=scale + jnp.sum(pause), pause=pause, lam_m=rates[1], mem=costs[1],
-                lam_p=rates[2], pers=costs[2], Lam=Lam, p_empty=p_empty, wait=wait, scale=scale, step=step,
-                births=births, recovery=recovery)
+    pred = ops.add(xp.zeros(5), _INFRA, xp.sum(lam_pred) * model.migration_time * scale)
+    rates = [xp.sum(flow * c[None, :]) for c in sel]
+    step = xp.sum(flow * (step_loss * sel[0])[None, :])  # unscaled: step time lost per running second
+    return dict(comp=comp, flow=flow, sel=sel, pred=pred, pred_spares=xp.sum(lam_pred * spare_nodes),
+                spare_nodes=spare_nodes, takes=takes, lam_m=rates[1], lam_p=rates[2], Lam=Lam, scale=scale,
+                step=step, births=births, recovery=recovery)
 
 
-def _mean_cost(total, rate):
-    safe = jnp.where(rate == 0.0, 1.0, rate)
-    return jnp.where(rate == 0.0, 1.0, jnp.sum(total) / safe)  # any positive holding when unreachable
+def _mean_cost(xp, total, rate):
+    safe = xp.where(rate == 0.0, 1.0, rate)
+    return xp.where(rate == 0.0, 1.0, xp.sum(total) / safe)  # any positive holding when unreachable
 
 
 _POOL_STEPS = 40
@@ -293,26 +318,29 @@ _POOL_STEPS = 40
 _POOL_TOL = 1e-9
 
 
-def _illinois(h, _start):
+def _illinois(h, _start, ops=None):
     """A root of a decreasing ``h`` on [0, 1] with ``h(0) >= 0 >= h(1)`` (Illinois variant
-    of regula falsi: bracketing, superlinear); one evaluation of ``h`` per step."""
+    of regula falsi: bracketing, superlinear); one evaluation of ``h`` per step. ``ops``:
+    the backend (:mod:`markovsim._backend`; JAX by default, as under ``custom_root``)."""
+    ops = JAX if ops is None else ops
+    xp = ops.xp
 
     def body(k, st):
         a, ha, b, hb, side = st
         # steps 0 and 1 evaluate the ends; then false position with the Illinois halving
         d = hb - ha
-        guess = jnp.where(d == 0.0, 0.5 * (a + b), (a * hb - b * ha) / jnp.where(d == 0.0, 1.0, d))
-        x = jnp.where(k == 0, 0.0, jnp.where(k == 1, 1.0, jnp.clip(guess, a, b)))
+        guess = xp.where(d == 0.0, 0.5 * (a + b), (a * hb - b * ha) / xp.where(d == 0.0, 1.0, d))
+        x = xp.where(k == 0, 0.0, xp.where(k == 1, 1.0, xp.clip(guess, a, b)))
         hx = h(x)
         first, second = k == 0, k == 1
         keep_b = (hx < 0.0) & ~first & ~second  # the root lies in [a, x]
         keep_a = (hx > 0.0) & ~first & ~second  # the root lies in [x, b]
         hit = (hx == 0.0) & ~first & ~second
-        a2 = jnp.where(first | keep_a | hit, x, a)
-        ha2 = jnp.where(first | keep_a | hit, hx, jnp.where(keep_b & (side == -1), 0.5 * ha, ha))
-        b2 = jnp.where(second | keep_b | hit, x, b)
-        hb2 = jnp.where(second | keep_b | hit, hx, jnp.where(keep_a & (side == 1), 0.5 * hb, hb))
-        side2 = jnp.where(keep_b, -1, jnp.where(keep_a, 1, side))
+        a2 = xp.where(first | keep_a | hit, x, a)
+        ha2 = xp.where(first | keep_a | hit, hx, xp.where(keep_b & (side == -1), 0.5 * ha, ha))
+        b2 = xp.where(second | keep_b | hit, x, b)
+        hb2 = xp.where(second | keep_b | hit, hx, xp.where(keep_a & (side == 1), 0.5 * hb, hb))
+        side2 = xp.where(keep_b, -1, xp.where(keep_a, 1, side))
         return a2, ha2, b2, hb2, side2
 
     def step(carry):
@@ -320,70 +348,71 @@ def _illinois(h, _start):
         new = body(k, st)
         # from step 2 on a step depends on the state alone: a state that a step leaves
         # unchanged stays so, and stopping there returns what the full run would
-        moved = jnp.logical_or(k < 2, ~jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(new, st)])))
+        moved = xp.logical_or(k < 2, ~xp.all(xp.stack([xp.all(x == y) for x, y in zip(new, st)])))
         return k + 1, new, moved
 
-    zero = jnp.zeros(())
-    start = (zero, zero, zero + 1.0, zero, jnp.zeros((), jnp.int32))
-    _, (a, ha, b, hb, _), _ = jax.lax.while_loop(lambda c: (c[0] < _POOL_STEPS) & c[2], step,
-                                                 (jnp.zeros((), jnp.int32), start, jnp.array(True)))
-    return jnp.where(jnp.abs(ha) <= jnp.abs(hb), a, b)
+    zero = xp.zeros(())
+    start = (zero, zero, zero + 1.0, zero, xp.zeros((), xp.int32))
+    _, (a, ha, b, hb, _), _ = ops.while_loop(lambda c: (c[0] < _POOL_STEPS) & c[2], step,
+                                             (xp.zeros((), xp.int32), start, xp.array(True)))
+    return xp.where(xp.abs(ha) <= xp.abs(hb), a, b)
 
 
-def _solve(model) -> GoodputResult:
+def _solve(model, parts=None) -> GoodputResult:
     """The checked result (status and NaN-fill) for one model (an :class:`AvailabilityModel`
-    or its :class:`PackedModel`); jit/vmap/grad-safe."""
+    or its :class:`PackedModel`); jit/vmap/grad-safe, and without JAX on numpy leaves
+    (:mod:`markovsim._backend`). ``parts``: :func:`_episode_parts` of the model when the
+    caller has them (they do not depend on the checkpoint interval: the optimum's search
+    computes them once)."""
     model = as_packed(model)
+    ops = ops_of(model)
+    xp = ops.xp
+    prep = _prepare(model, parts)
     if model.spares is None:
-        result, _ = _solve_given(model, 1.0)
-        converged = jnp.array(True)
+        result, _ = _solve_given(model, 1.0, prep)
+        converged = xp.array(True)
     else:
         # the pool sees spare-taking faults per second of wall time outside its waits: that
         # share of running time s is the root of h(s) = G(s) - s in [0, 1] (h(0) >= 0 >= h(1), G decreasing), found by
         # the Illinois method (bracketing: the simple iteration s <- G(s) oscillates when the
         # pool saturates) and differentiated implicitly (custom_root)
-        share = jax.lax.custom_root(lambda sh: _solve_given(model, sh)[1] - sh, jnp.asarray(1.0),
-                                    _illinois, lambda g, y: y / g(jnp.ones_like(y)))
-        result, last = _solve_given(model, share)
-        converged = jnp.abs(last - share) <= _POOL_TOL * jnp.maximum(jnp.abs(share), 1e-300)
-    return _checked(result, inputs_valid(model), converged)
+        # the root search repeats only what depends on the share
+        h = lambda sh: _solve_given(model, sh, prep)[1] - sh  # noqa: E731
+        if ops.traced:
+            share = jax.lax.custom_root(h, xp.asarray(1.0), _illinois, lambda g, y: y / g(xp.ones_like(y)))
+        else:
+            share = _illinois(h, None, ops)
+        result, last = _solve_given(model, share, prep)
+        converged = xp.abs(last - share) <= _POOL_TOL * xp.maximum(xp.abs(share), 1e-300)
+    return _checked(xp, result, inputs_valid(model), converged)
 
 
-def _checked(r: GoodputResult, valid, converged) -> GoodputResult:
-    fractions = jnp.concatenate([jnp.stack([r.goodput, r.availability, r.unavailability]), r.lost])
-    finite = jnp.all(jnp.isfinite(fractions)) & jnp.isfinite(r.interruptions_per_day)
-    in_range = (jnp.all((fractions >= -_TOL) & (fractions <= 1.0 + _TOL))
-                & (jnp.abs(r.goodput + jnp.sum(r.lost) - 1.0) <= _TOL) & (r.interruptions_per_day >= 0.0))
-    status = jnp.select([~valid, ~finite, ~in_range, ~converged],
+def _checked(xp, r: GoodputResult, valid, converged) -> GoodputResult:
+    fractions = xp.concatenate([xp.stack([r.goodput, r.availability, r.unavailability]), r.lost])
+    finite = xp.all(xp.isfinite(fractions)) & xp.isfinite(r.interruptions_per_day)
+    in_range = (xp.all((fractions >= -_TOL) & (fractions <= 1.0 + _TOL))
+                & (xp.abs(r.goodput + xp.sum(r.lost) - 1.0) <= _TOL) & (r.interruptions_per_day >= 0.0))
+    status = xp.select([~valid, ~finite, ~in_range, ~converged],
                         [ResultStatus.INVALID_INPUT, ResultStatus.NON_FINITE, ResultStatus.OUT_OF_RANGE,
-                         ResultStatus.NOT_CONVERGED], ResultStatus.OK).astype(jnp.int32)
+                         ResultStatus.NOT_CONVERGED], ResultStatus.OK).astype(xp.int32)
     ok = status == ResultStatus.OK
-    nan_fill = lambda v: jnp.where(ok, v, jnp.nan)  # noqa: E731
+    nan_fill = lambda v: xp.where(ok, v, xp.nan)  # noqa: E731
     return dataclasses.replace(jax.tree_util.tree_map(nan_fill, dataclasses.replace(r, status=None)),
                                status=status)
 
 
-def _solve_given(model: PackedModel, running_share):
-    r"""Goodput of the semi-Markov renewal process (unchecked), and the share of running
-    time in the wall time not spent waiting for a spare (what scales the spare pool's
-    arrivals: no fault arrives while the job waits, and the pool's chain already stops
-    arrivals in its waiting state).
-
-    The embedded jump chain :math:`P` over running segments, in-memory recoveries and
-    persistent recoveries is solved with GTH for its stationary vector :math:`\nu`; time
-    shares are :math:`\nu_x m_x / \sum_y \nu_y m_y` with :math:`m` the mean holding times.
-    The last state (GTH's anchor) is the segment that makes a checkpoint durable, which
-    every path revisits: states that no fault reaches (no rollback tier in use) are then
-    transient with probability 0, not a zero pivot.
-    """
-    ep = _episodes(model, running_share)
+def _chain(model: PackedModel, parts):
+    """The embedded jump chain of :func:`_solve_given` (rates from :func:`_episode_parts`),
+    its stationary vector and the per-state running, work, saving and reward times."""
+    ops = ops_of(model)
+    xp = ops.xp
     cp = model.checkpoint
     n = max(cp.memory_per_persistent, 1)
     has_mem = cp.memory_per_persistent > 0
     background = cp.save_mode is SaveMode.BACKGROUND
     tau_m = cp.interval / n
     c_m = cp.memory_save_time if has_mem else 0.0
-    lam_m, lam_p, h, scale = ep["lam_m"], ep["lam_p"], ep["h"], ep["scale"]
+    lam_m, lam_p = parts["lam_m"], parts["lam_p"]
     a = lam_m + lam_p
 
     # running states: (name, length, work part at the start, interference share, next, reward)
@@ -392,7 +421,7 @@ def _solve_given(model: PackedModel, running_share):
         length = tau_m + c_m + (cp.save_time if j == n - 1 else 0.0)
         nxt = f"S{j + 1}" if j < n - 1 else ("S0a" if background else "S0")
         if background and j == 0:
-            w = jnp.maximum(cp.write_time, 1e-9)
+            w = xp.maximum(cp.write_time, 1e-9)
             done = (1.0 - cp.write_interference) * w
             nxt0 = "S1" if n > 1 else "S0a"
             run.append(("S0a", w, w, cp.write_interference, "S0b", True))
@@ -405,58 +434,95 @@ def _solve_given(model: PackedModel, running_share):
     names.append(anchor)
     idx = {st: i for i, st in enumerate(names)}
     N = len(names)
-    P = jnp.zeros((N, N))
-    hold = jnp.zeros(N)  # mean holding times, scaled
-    ell = jnp.zeros(N)  # running time per visit (running states), unscaled
-    work = jnp.zeros(N)
-    saving = jnp.zeros(N)
-    reward = jnp.zeros(N)
-    hold = hold.at[idx["F"]].set(_mean_cost(ep["pers"], lam_p))
-    P = P.at[idx["F"], idx["S0"]].set(1.0)
-    safe_a = jnp.where(a == 0.0, 1.0, a)
+    P = xp.zeros((N, N))
+    ell = xp.zeros(N)  # running time per visit (running states), unscaled
+    work = xp.zeros(N)
+    saving = xp.zeros(N)
+    reward = xp.zeros(N)
+    P = ops.set(P, (idx["F"], idx["S0"]), 1.0)
+    safe_a = xp.where(a == 0.0, 1.0, a)
     # all running segments at once (one scatter per kind of entry: a Python loop over the
     # segments traced ~10 scatters per segment, most of a warm CLI run's tracing time)
     rows = np.array([idx[r[0]] for r in run])
-    length = jnp.stack([jnp.asarray(r[1], dtype=float) for r in run])
-    wpart = jnp.stack([jnp.asarray(r[2], dtype=float) for r in run])
-    interf = jnp.stack([jnp.asarray(r[3], dtype=float) for r in run])
-    surv = jnp.exp(-a * length)
-    hit = -jnp.expm1(-a * length)
-    ell_i = _one_minus_exp_over(a, length)
-    ell = ell.at[rows].set(ell_i)
-    hold = hold.at[rows].set(h * ell_i)
-    P = P.at[rows, np.array([idx[r[4]] for r in run])].add(surv)
-    P = P.at[rows, idx["F"]].add(jnp.where(a == 0.0, 0.0, lam_p / safe_a) * hit)
+    dtype = ops.real_dtype(*(r[i] for r in run for i in (1, 2, 3)))
+    length = xp.stack([xp.asarray(r[1], dtype=dtype) for r in run])
+    wpart = xp.stack([xp.asarray(r[2], dtype=dtype) for r in run])
+    interf = xp.stack([xp.asarray(r[3], dtype=dtype) for r in run])
+    surv = xp.exp(-a * length)
+    hit = -xp.expm1(-a * length)
+    ell_i = _one_minus_exp_over(xp, a, length)
+    ell = ops.set(ell, rows, ell_i)
+    P = ops.add(P, (rows, np.array([idx[r[4]] for r in run])), surv)
+    P = ops.add(P, (rows, idx["F"]), xp.where(a == 0.0, 0.0, lam_p / safe_a) * hit)
     if has_mem:
         mem = np.array([idx[f"M_{r[0]}"] for r in run])
-        P = P.at[rows, mem].set(jnp.where(a == 0.0, 0.0, lam_m / safe_a) * hit)
-        hold = hold.at[mem].set(_mean_cost(ep["mem"], lam_m))
-        P = P.at[mem, rows].set(1.0)
+        P = ops.set(P, (rows, mem), xp.where(a == 0.0, 0.0, lam_m / safe_a) * hit)
+        P = ops.set(P, (mem, rows), 1.0)
+    else:
+        mem = None
     # share of the running time of an attempt spent in its work part
-    wf = _one_minus_exp_over(a, wpart) / ell_i
-    work = work.at[rows].set(ell_i * wf * (1.0 - interf))
-    saving = saving.at[rows].set(ell_i * (1.0 - wf + wf * interf))
-    reward = reward.at[rows].set(jnp.where(np.array([r[5] for r in run]), surv, 0.0))
+    wf = _one_minus_exp_over(xp, a, wpart) / ell_i
+    work = ops.set(work, rows, ell_i * wf * (1.0 - interf))
+    saving = ops.set(saving, rows, ell_i * (1.0 - wf + wf * interf))
+    reward = ops.set(reward, rows, xp.where(np.array([r[5] for r in run]), surv, 0.0))
     # reads the off-diagonal entries: self-loops (one segment per interval) drop out; the
     # loop form compiles in a third less time than the unrolled one and runs as fast here
-    nu = gth(P, unroll=False)
+    nu = ops.gth(P, unroll=False)
+    return dict(nu=nu, ell=ell, ell_i=ell_i, work=work, saving=saving, reward=reward, rows=rows, mem=mem,
+                F=idx["F"], mem_rows=xp.array([st.startswith("M_") for st in names], dtype=float))
+
+
+def _prepare(model: PackedModel, parts=None):
+    """What :func:`_solve_given` needs that does not depend on the pool's running share:
+    :func:`_episode_parts` (``parts``, when the caller has them) and the embedded chain with
+    its stationary vector."""
+    parts = _episode_parts(model) if parts is None else parts
+    return dict(episodes=parts, chain=_chain(model, parts))
+
+
+def _solve_given(model: PackedModel, running_share, prep=None):
+    r"""Goodput of the semi-Markov renewal process (unchecked), and the share of running
+    time in the wall time not spent waiting for a spare (what scales the spare pool's
+    arrivals: no fault arrives while the job waits, and the pool's chain already stops
+    arrivals in its waiting state).
+
+    The embedded jump chain :math:`P` over running segments, in-memory recoveries and
+    persistent recoveries is solved with GTH for its stationary vector :math:`\nu`; time
+    shares are :math:`\nu_x m_x / \sum_y \nu_y m_y` with :math:`m` the mean holding times.
+    The last state (GTH's anchor) is the segment that makes a checkpoint durable, which
+    every path revisits: states that no fault reaches (no rollback tier in use) are then
+    transient with probability 0, not a zero pivot.
+    """
+    ops = ops_of(model, running_share)
+    xp = ops.xp
+    prep = _prepare(model) if prep is None else prep
+    ep = _episodes(model, running_share, prep["episodes"])
+    ch = prep["chain"]
+    cp = model.checkpoint
+    has_mem = cp.memory_per_persistent > 0
+    lam_m, lam_p, h, scale = ep["lam_m"], ep["lam_p"], ep["h"], ep["scale"]
+    nu, ell, work, reward, rows, F = ch["nu"], ch["ell"], ch["work"], ch["reward"], ch["rows"], ch["F"]
+    hold = xp.zeros(nu.shape[-1])  # mean holding times, scaled
+    hold = ops.set(hold, F, _mean_cost(xp, ep["pers"], lam_p))
+    hold = ops.set(hold, rows, h * ch["ell_i"])
+    if has_mem:
+        hold = ops.set(hold, ch["mem"], _mean_cost(xp, ep["mem"], lam_m))
     T = nu @ hold
     L_run = nu @ ell
     good = cp.interval * scale * (nu @ reward) / T
     running = scale * L_run / T
     work_time = scale * (nu @ work) / T
-    save_time = scale * (nu @ saving) / T
+    save_time = scale * (nu @ ch["saving"]) / T
 
     def split(total, weight):
-        s = jnp.sum(weight)
-        return total * jnp.where(s == 0.0, 0.0, weight / jnp.where(s == 0.0, 1.0, s))
+        s = xp.sum(weight)
+        return total * xp.where(s == 0.0, 0.0, weight / xp.where(s == 0.0, 1.0, s))
 
     pause_c = ep["pause"] * L_run / T
-    mem_rows = jnp.array([st.startswith("M_") for st in names], dtype=float)
-    mem_c = split((nu * mem_rows) @ hold / T, ep["mem"]) if has_mem else jnp.zeros(5)
-    pers_c = split(nu[idx["F"]] * hold[idx["F"]] / T, ep["pers"])
+    mem_c = split((nu * ch["mem_rows"]) @ hold / T, ep["mem"]) if has_mem else xp.zeros(5)
+    pers_c = split(nu[F] * hold[F] / T, ep["pers"])
     c = pause_c + mem_c + pers_c
-    lost = jnp.stack([
+    lost = xp.stack([
         save_time,
         work_time - good + c[_STEP],
         c[_INFRA],
@@ -470,9 +536,9 @@ def _solve_given(model: PackedModel, running_share):
     # per interruption: the common factor scale / T cancels (no underflow)
     num = (nu @ work - cp.interval * (nu @ reward)) + ep["step"] * L_run
     den = Lam * L_run
-    lost_work = jnp.where(den > 0.0, num / jnp.where(den > 0.0, den, 1.0),
-                          jnp.where(num > 0.0, jnp.inf, 0.0))
-    safe_lam = jnp.where(Lam == 0.0, 1.0, Lam)
+    lost_work = xp.where(den > 0.0, num / xp.where(den > 0.0, den, 1.0),
+                          xp.where(num > 0.0, xp.inf, 0.0))
+    safe_lam = xp.where(Lam == 0.0, 1.0, Lam)
     return GoodputResult(
         goodput=good,
         availability=1.0 - unavailability,
@@ -480,16 +546,16 @@ def _solve_given(model: PackedModel, running_share):
         interruptions_per_day=interruptions * DAY,
         lost_work_per_interruption=lost_work,
         lost=lost,
-        job_mtbf=jnp.where(Lam == 0.0, jnp.inf, 1.0 / safe_lam),
-        status=jnp.zeros((), jnp.int32),
-    ), _unrelated_share(running, c[_SPARES] + jnp.minimum(ep["births"] * running * ep["recovery"], 1.0))
+        job_mtbf=xp.where(Lam == 0.0, xp.inf, 1.0 / safe_lam),
+        status=xp.zeros((), xp.int32),
+    ), _unrelated_share(xp, running, c[_SPARES] + xp.minimum(ep["births"] * running * ep["recovery"], 1.0))
 
 
-def _unrelated_share(running, pool_time):
+def _unrelated_share(xp, running, pool_time):
     """Running time per second of wall time outside the pool's own phases (waits, and
     recoveries from spare-taking faults)."""
     rest = 1.0 - pool_time
-    return jnp.clip(jnp.where(rest > 0.0, running / jnp.where(rest > 0.0, rest, 1.0), 1.0), 0.0, 1.0)
+    return xp.clip(xp.where(rest > 0.0, running / xp.where(rest > 0.0, rest, 1.0), 1.0), 0.0, 1.0)
 
 
 _solve_jit = jax.jit(_solve, compiler_options=QUICK_COMPILE)
@@ -543,8 +609,9 @@ def analyze(model: AvailabilityModel, *, throw: bool = True) -> GoodputResult:
 
 def run_checked(model: AvailabilityModel, solve, single, batch, *, throw: bool, what: str, detail):
     """The public wrappers' common path: structure checks always, value checks on the host
-    with ``throw`` (named errors), ``single(model)`` (compiled; a concrete model padded to
-    its buckets), ``batch(model)`` for a batch of models, or ``solve(model)`` traced into the
+    with ``throw`` (named errors), ``solve`` on numpy leaves for a concrete model (no
+    compilation; :mod:`markovsim._backend`) or ``single(model)`` (compiled, padded to its
+    buckets) when the compiled path is asked for, ``batch(model)`` for a batch of models, or ``solve(model)`` traced into the
     caller's program; then :func:`check_status` on the result with ``throw``."""
     model.check_structure()
     batched = _batched(model)
@@ -552,6 +619,8 @@ def run_checked(model: AvailabilityModel, solve, single, batch, *, throw: bool, 
         model.validate()
     if batched:
         result = batch(model)
+    elif concrete(model) and numpy_single():  # no compilation: numpy (markovsim._backend)
+        result = run_numpy(solve, pack(model, host=True))
     elif concrete(model):  # padded to its buckets: programs shared by models of the same structure
         result = single(pack(model, pad=True))
     else:
@@ -569,86 +638,6 @@ def goodput(model: AvailabilityModel, *, throw: bool = True):
     ``throw`` as in :func:`analyze`; NaN where the result failed its checks.
     """
     return analyze(model, throw=throw).goodput
-
-
-def goodput_sensitivities(model: AvailabilityModel, *, relative: bool = True) -> dict[str, float]:
-    r"""Derivative of goodput with respect to every numeric input, by name.
-
-    The model's fault rates are inputs of their own, so ``cards`` alone moves only the
-    communication set-up that grows with the job (its sensitivity is tiny). The effect of
-    the job's size is reported as ``"job size (fault rates ∝ cards)"``: every fault rate
-    scaled in proportion to the cards along with them, :math:`\sum_i \partial \ln G/\partial
-    \ln \lambda_i + \partial \ln G / \partial \ln N` (exact for per-card components, the
-    first-order effect of a job whose fault rates grow linearly with it).
-
-    Args:
-        model: the availability model (validated on the host).
-        relative: if true, the elasticity :math:`\partial \ln G / \partial \ln x`
-            (the % change of goodput per % change of the input); else :math:`\partial G/\partial x`
-            in goodput per unit of the input (per second, per (1/s), per card, ...).
-
-    Returns:
-        ``{"fault_rates[optical single lane]": ..., "tiers[job restart].detection": ..., ...}``.
-        An input held at infinity (a tier's bandwidth without state to move) is left out.
-    """
-    analyze(model)  # validates and checks the value
-    g, grads = _value_and_grad(pack(model, pad=True))  # a PackedModel of gradients
-    out: dict[str, float] = {}
-    names = model.fault_names
-    elasticity: dict[str, float] = {}
-
-    def add(label, value, d):
-        value, d = float(jnp.asarray(value)), float(jnp.asarray(d))
-        if not np.isfinite(value):
-            return
-        e = 0.0 if d == 0.0 else d * value / float(g)
-        elasticity[label] = e
-        out[label] = e if relative else d
-
-    for field in ("fault_rates", "fault_degraded_throughput", "fault_detection_time", "fault_spare_nodes",
-                  "fault_predicted"):
-        for i, nm in enumerate(names):
-            add(f"{field}[{nm}]", getattr(model, field)[i], getattr(grads, field)[i])
-    for k, t in enumerate(model.tiers):
-        for f in dataclasses.fields(t):
-            if not f.metadata.get("static"):
-                add(f"tiers[{t.name}].{f.name}", getattr(t, f.name), getattr(grads.tiers, f.name)[k])
-    for f in dataclasses.fields(model.checkpoint):
-        if not f.metadata.get("static"):
-            add(f"checkpoint.{f.name}", getattr(model.checkpoint, f.name), getattr(grads.checkpoint, f.name))
-    if model.spares is not None:
-        for f in ("repair_time", "activation_time"):
-            add(f"spares.{f}", getattr(model.spares, f), getattr(grads.spares, f))
-    for f in ("cards", "migration_time", "step_time"):
-        add(f, getattr(model, f), getattr(grads, f))
-    size = sum(elasticity[f"fault_rates[{nm}]"] for nm in names) + elasticity["cards"]
-    out["job size (fault rates ∝ cards)"] = size if relative else size * float(g) / float(model.cards)
-    return out
-
-
-def _goodput_and_gradient(model):
-    r"""Goodput and its gradient for the sensitivities: the derivative ``jax.grad`` takes
-    through :func:`_solve` (whose spare-pool fixed point is differentiated implicitly by
-    ``custom_root``), in a smaller program. With the pool's running share :math:`s^*` the
-    root of :math:`h(\theta, s) = S(\theta, s) - s` and goodput :math:`G(\theta, s)`,
-    :math:`dG/d\theta = \partial_\theta G - (\partial_s G / \partial_s h)\,\partial_\theta h`:
-    one forward evaluation at :math:`s^*` and one backward pass for both rows."""
-    model = as_packed(model)
-    if model.spares is None:
-        return jax.value_and_grad(lambda m: _solve_given(m, 1.0)[0].goodput)(model)
-    share = jax.lax.stop_gradient(_illinois(lambda sh: _solve_given(model, sh)[1] - sh, None))
-
-    def rows(m, s):
-        r, out = _solve_given(m, s)
-        return jnp.stack([r.goodput, out - s])
-
-    value, back = jax.vjp(rows, model, share)
-    d_model, d_share = jax.vmap(back)(jnp.eye(2))
-    k = d_share[0] / d_share[1]
-    return value[0], jax.tree_util.tree_map(lambda d: d[0] - k * d[1], d_model)
-
-
-_value_and_grad = jax.jit(_goodput_and_gradient, compiler_options=QUICK_COMPILE)
 
 
 def time_to_train(model: AvailabilityModel, work, *, throw: bool = True):

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._backend import ops_of
 from ._model import AvailabilityModel, RecoveryTier, Rollback, SaveMode, min_background_interval
 
 __all__ = ["PackedModel", "pack", "as_packed", "bucket", "inputs_valid", "ROLLBACK_CODE"]
@@ -82,7 +83,7 @@ def bucket(n: int, smallest: int) -> int:
     return max(smallest, 1 << max(n - 1, 0).bit_length())
 
 
-def pack(model: AvailabilityModel, *, pad: bool = False) -> PackedModel:
+def pack(model: AvailabilityModel, *, pad: bool = False, host: bool = False) -> PackedModel:
     """The solver's view of ``model`` (traceable; ``jax.vmap`` packs each element).
 
     Args:
@@ -90,8 +91,10 @@ def pack(model: AvailabilityModel, *, pad: bool = False) -> PackedModel:
         pad: pad the mode and tier axes to :func:`bucket` sizes, on the host (numpy leaves,
             all float64: the form whose compiled programs are shared). The model must be
             concrete.
+        host: numpy float64 leaves without padding (the numpy path of
+            :mod:`markovsim._backend`, which compiles nothing); the model must be concrete.
     """
-    xp = np if pad else jnp
+    xp = np if (pad or host) else jnp
     M, K = len(model.fault_names), len(model.tiers)
     Mb, Kb = (bucket(M, MIN_MODES), bucket(K, MIN_TIERS)) if pad else (M, K)
 
@@ -120,7 +123,7 @@ def pack(model: AvailabilityModel, *, pad: bool = False) -> PackedModel:
         tier_takes_spare=axis(np.array([bool(t.takes_spare) for t in model.tiers], dtype=float), Kb, 0.0),
         checkpoint=model.checkpoint, spares=model.spares,
         migration_time=f(model.migration_time), step_time=f(model.step_time))
-    if pad:  # one dtype and no weak types: equal avals for every model of the same structure
+    if pad or host:  # one dtype and no weak types: equal avals for every model of the same structure
         packed = jax.tree_util.tree_map(lambda v: np.asarray(v, dtype=np.float64), packed)
     return packed
 
@@ -138,19 +141,20 @@ def inputs_valid(model):
         model: an :class:`AvailabilityModel` or its :class:`PackedModel`.
     """
     pm = as_packed(model)
-    f = lambda x: jnp.asarray(x, dtype=jnp.result_type(float))  # noqa: E731
+    xp = ops_of(pm).xp
+    f = lambda x: xp.asarray(x, dtype=xp.result_type(float))  # noqa: E731
 
     def nonneg(x):
         x = f(x)
-        return jnp.all(jnp.isfinite(x) & (x >= 0.0))
+        return xp.all(xp.isfinite(x) & (x >= 0.0))
 
     def pos(x):
         x = f(x)
-        return jnp.all(jnp.isfinite(x) & (x > 0.0))
+        return xp.all(xp.isfinite(x) & (x > 0.0))
 
     def prob(x):
         x = f(x)
-        return jnp.all((x >= 0.0) & (x <= 1.0))
+        return xp.all((x >= 0.0) & (x <= 1.0))
 
     t = pm.tiers
     bw = f(t.bandwidth_bytes_per_s)
@@ -159,20 +163,20 @@ def inputs_valid(model):
               nonneg(pm.migration_time), pos(pm.step_time)]
     checks += [nonneg(getattr(t, name)) for name in ("detection", "isolation", "rescheduling", "comm_setup_base",
                                                      "comm_setup_per_card", "state_bytes", "compile", "degraded_time")]
-    checks += [jnp.all((bw > 0.0) & (jnp.isfinite(bw) | (f(t.state_bytes) == 0.0))),
+    checks += [xp.all((bw > 0.0) & (xp.isfinite(bw) | (f(t.state_bytes) == 0.0))),
                prob(t.coverage), prob(t.degraded_throughput),
-               jnp.all((f(pm.tier_fallback) >= 0.0) | (f(t.coverage) == 1.0))]
+               xp.all((f(pm.tier_fallback) >= 0.0) | (f(t.coverage) == 1.0))]
     cp = pm.checkpoint
     checks += [pos(cp.interval), nonneg(cp.save_time), nonneg(cp.write_time), prob(cp.write_interference),
                nonneg(cp.memory_save_time)]
     if cp.save_mode is SaveMode.BACKGROUND:
-        checks += [pos(cp.write_time), jnp.all(f(min_background_interval(cp)) < f(cp.interval))]
+        checks += [pos(cp.write_time), xp.all(f(min_background_interval(cp)) < f(cp.interval))]
     if pm.spares is not None:
         checks += [pos(pm.spares.repair_time), nonneg(pm.spares.activation_time)]
         if pm.spares.repair is not None:
             a, S = f(pm.spares.repair.alpha), f(pm.spares.repair.S)
-            off = S - jnp.diag(jnp.diagonal(S))
-            checks += [nonneg(a), jnp.all(jnp.sum(a) <= 1.0 + 1e-9), nonneg(off),
-                       jnp.all(-jnp.sum(S, axis=-1) >= -1e-12 * jnp.max(jnp.abs(S))),
-                       jnp.all(jnp.diagonal(S) < 0.0)]
-    return jnp.all(jnp.stack(checks))
+            off = S - xp.diag(xp.diagonal(S))
+            checks += [nonneg(a), xp.all(xp.sum(a) <= 1.0 + 1e-9), nonneg(off),
+                       xp.all(-xp.sum(S, axis=-1) >= -1e-12 * xp.max(xp.abs(S))),
+                       xp.all(xp.diagonal(S) < 0.0)]
+    return xp.all(xp.stack(checks))

@@ -62,6 +62,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from .._backend import ops_of
 from .._errors import InvalidParameterError, InvalidTypeError, check_integer, check_number
 from ..engine import gth
 from ._phasetype import PhaseType
@@ -172,12 +173,14 @@ def effective_repair(pool) -> PhaseType:
     """
     if not (hasattr(pool, "repair_time") and hasattr(pool, "repair")):  # a SparePool (not imported: _model uses us)
         raise InvalidTypeError(f"pool={pool!r}: expected a SparePool")
-    t = jnp.asarray(pool.repair_time, dtype=jnp.result_type(float))
+    ops = ops_of(pool)
+    xp = ops.xp
+    t = xp.asarray(pool.repair_time, dtype=ops.real_dtype(pool.repair_time))
     if pool.repair is None:
-        return PhaseType(jnp.ones(1, dtype=t.dtype), jnp.reshape(-1.0 / t, (1, 1)))
-    alpha = jnp.asarray(pool.repair.alpha, dtype=t.dtype)
-    S = jnp.asarray(pool.repair.S, dtype=t.dtype)
-    mean = jnp.dot(alpha, jnp.linalg.solve(-S, jnp.ones_like(alpha)))
+        return PhaseType(xp.ones(1, dtype=t.dtype), xp.reshape(-1.0 / t, (1, 1)))
+    alpha = xp.asarray(pool.repair.alpha, dtype=t.dtype)
+    S = xp.asarray(pool.repair.S, dtype=t.dtype)
+    mean = xp.dot(alpha, xp.linalg.solve(-S, xp.ones_like(alpha)))
     return PhaseType(alpha, S * (mean / t))
 
 
@@ -215,30 +218,39 @@ def pool_wait(repair: PhaseType, size: int, birth_rate, recovery):
     if concrete(recovery):
         check_number("recovery", recovery, positive=True, unit="s")
     check_pool_size(s, p)
+    return _pool_wait(repair, s, birth_rate, recovery)
+
+
+def _pool_wait(repair: PhaseType, s: int, birth_rate, recovery):
+    """:func:`pool_wait` without its argument checks (the solver's own calls: a complex
+    step passes complex rates, and the model was checked once)."""
+    p = int(repair.alpha.shape[-1])
+    ops = ops_of(repair, birth_rate, recovery)
+    xp = ops.xp
     L = _layout(s, p)
     alpha, S = repair.alpha, repair.S
-    b = jnp.maximum(birth_rate, 1e-300)
-    back = 1.0 / jnp.clip(recovery, 1e-300, 1e300)
-    zero = jnp.clip(1.0 - jnp.sum(alpha), 0.0, 1.0)
-    exit_ = -jnp.sum(S, axis=-1)
-    theta = jnp.concatenate([jnp.ravel(S), exit_, b * alpha, jnp.reshape(b * zero, (1,)), jnp.reshape(back, (1,))])
-    rates = jnp.asarray(L["coef"]) * theta[L["kind"]]
-    Q = jnp.zeros((L["n"], L["n"]), dtype=rates.dtype).at[L["rows"], L["cols"]].add(rates)
+    b = xp.maximum(birth_rate, 1e-300)
+    back = 1.0 / xp.clip(recovery, 1e-300, 1e300)
+    zero = xp.clip(1.0 - xp.sum(alpha), 0.0, 1.0)
+    exit_ = -xp.sum(S, axis=-1)
+    theta = xp.concatenate([xp.ravel(S), exit_, b * alpha, xp.reshape(b * zero, (1,)), xp.reshape(back, (1,))])
+    rates = xp.asarray(L["coef"]) * theta[L["kind"]]
+    Q = ops.add(xp.zeros((L["n"], L["n"]), dtype=rates.dtype), (L["rows"], L["cols"]), rates)
     # bare GTH, as for the exponential pool: the chain is irreducible (every rate on its cycle
     # positive) and the goodput it feeds is checked
-    pi = gth(Q)
-    pi_u = jnp.sum(pi[L["u"]])
+    pi = ops.gth(Q)
+    pi_u = xp.sum(pi[L["u"]])
     edge = pi[L["edge"]] / pi_u  # (e,): P(an arrival finds this edge state)
     # mean time to leave W from each W state: A m = 1, A = diag(out) - moves within W
-    out = jnp.asarray(L["w_counts"]) @ (-jnp.diagonal(S))
-    A = jnp.diag(out)
+    out = xp.asarray(L["w_counts"]) @ (-xp.diagonal(S))
+    A = xp.diag(out)
     wm = L["wm"]
     if wm.shape[0]:
-        A = A.at[wm[:, 0].astype(int), wm[:, 1].astype(int)].add(
-            -jnp.asarray(wm[:, 3]) * jnp.ravel(S)[wm[:, 2].astype(int)])
-    m = jnp.linalg.solve(A, jnp.ones(A.shape[0], dtype=A.dtype))
-    wait = jnp.sum(edge * (m[L["enter"]] @ alpha))
-    p_empty = jnp.sum(edge) * (1.0 - zero)
+        A = ops.add(A, (wm[:, 0].astype(int), wm[:, 1].astype(int)),
+                    -xp.asarray(wm[:, 3]) * xp.ravel(S)[wm[:, 2].astype(int)])
+    m = xp.linalg.solve(A, xp.ones(A.shape[0], dtype=A.dtype))
+    wait = xp.sum(edge * (m[L["enter"]] @ alpha))
+    p_empty = xp.sum(edge) * (1.0 - zero)
     return wait, p_empty
 
 

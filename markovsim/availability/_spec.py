@@ -43,7 +43,6 @@ import math
 import warnings
 from pathlib import Path
 
-import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InvalidParameterError, MarkovsimWarning, SpecError, check_integer
@@ -332,11 +331,13 @@ def build_model(catalogue: FaultCatalogue, shape: ClusterShape, plan: RecoveryPl
         fault_names=tuple(m.name for m in modes),
         fault_tier=tuple(entry),
         fault_interrupts=tuple(m.effect is Effect.INTERRUPT for m in modes),
-        fault_rates=jnp.asarray(rates[keep]),
-        fault_degraded_throughput=jnp.asarray([m.degraded_throughput for m in modes], dtype=float),
-        fault_detection_time=jnp.asarray([m.detection_time for m in modes], dtype=float),
-        fault_spare_nodes=jnp.asarray([m.spare_nodes for m in modes], dtype=float),
-        fault_predicted=jnp.asarray([plan.prediction_coverage * m.predictable for m in modes], dtype=float),
+        # numpy leaves (JAX takes them as they are): a JAX array here would start XLA and
+        # compile a conversion before the first answer, which the numpy path does not need
+        fault_rates=np.asarray(rates[keep], dtype=np.float64),
+        fault_degraded_throughput=np.asarray([m.degraded_throughput for m in modes], dtype=np.float64),
+        fault_detection_time=np.asarray([m.detection_time for m in modes], dtype=np.float64),
+        fault_spare_nodes=np.asarray([m.spare_nodes for m in modes], dtype=np.float64),
+        fault_predicted=np.asarray([plan.prediction_coverage * m.predictable for m in modes], dtype=np.float64),
         tiers=plan.tiers,
         checkpoint=plan.checkpoint,
         spares=plan.spares,

@@ -3,7 +3,9 @@ that differ by a fault mode or a tier within a bucket share compiled programs (i
 
 The reference is the solver traced into the caller's own ``jax.jit`` (no padding: the
 model's exact mode and tier counts), so a padding mode or tier that leaked into a sum, a
-fallback or a spare count would show as a difference.
+fallback or a spare count would show as a difference. Single concrete models take the
+numpy path by default (``tests/availability/test_numpy_path.py``); here every test asks for
+the compiled one (``compiled_single``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from markovsim.availability import (
     goodput,
     goodput_sensitivities,
 )
-from markovsim.availability._goodput import _solve_jit, _value_and_grad
+from markovsim._backend import compiled_single
+from markovsim.availability._goodput import _solve_jit
+from markovsim.availability._sensitivity import _value_and_grad
 from markovsim.availability._optimum import _optimum_jit
 from markovsim.availability._packed import MIN_MODES, MIN_TIERS, bucket, pack
 
@@ -54,6 +58,12 @@ def _grown(model, copies=1):
 
 
 _traced = jax.jit(lambda m: analyze(m, throw=False))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compiled():
+    with compiled_single():
+        yield
 
 
 def test_bucket_sizes():
