@@ -31,8 +31,23 @@ from ._units import (
     years as years,
 )
 
-from .engine import *  # noqa: F401,F403  (the engine's public names)
-from .engine import __all__ as _engine_all
+#: the engine's public names (``markovsim.engine.__all__``, held equal by tests/test_speed_paths.py),
+#: reachable here but imported on first use: the engine's imports (scipy.sparse, csgraph,
+#: its solvers) cost about a third of a second that a goodput question does not need
+_ENGINE_NAMES = (
+    "CTMC", "DTMC", "kronecker_product", "kronecker_sum",
+    "GTH", "SparseDirect", "SparseIterative", "StationaryResult", "Status", "gth",
+    "solve_stationary", "stationary_distribution", "stationary_distributions",
+    "communicating_classes", "is_aperiodic", "is_irreducible", "period", "recurrent_classes",
+    "transient_states", "validate_chain", "validate_generator", "validate_transition_matrix",
+    "Squaring", "Uniformization", "accumulated_reward", "expected_time_in_states",
+    "transient_distribution",
+    "absorption_probabilities", "mean_first_passage_times", "mean_time_to_absorption",
+    "long_run_reward_rate",
+    "symbolic_mean_time_to_absorption", "symbolic_stationary_distribution", "to_jax_function",
+    "Estimate", "SimulationResult", "SimulationStatus", "estimate_mean_time_to_absorption",
+    "estimate_time_average", "simulate_ctmc", "simulate_dtmc",
+)
 
 __version__ = "0.1.0"
 
@@ -41,7 +56,7 @@ __all__ = [
     "SpecError", "SolverError", "MarkovsimWarning",
     "DAY", "HOUR", "MINUTE", "YEAR", "afr_to_rate", "days", "fit_to_rate", "hours", "minutes",
     "mtbf_to_rate", "rate_to_afr", "rate_to_fit", "years",
-    *_engine_all,
+    *_ENGINE_NAMES,
 ]
 __all__ += ["per_wall_rate", "per_running_rate"]
 
@@ -54,6 +69,11 @@ _MOVED = ("CaseResult", "ValidationReport", "case_kinds", "register_case_kind", 
 
 
 def __getattr__(name: str):
+    if name in _ENGINE_NAMES or name == "engine":  # (the engine guards its own functions)
+        import importlib
+
+        engine = importlib.import_module("markovsim.engine")  # (not ``from . import``: it asks us again)
+        return engine if name == "engine" else getattr(engine, name)
     if name in _MOVED:
         import importlib
         import warnings

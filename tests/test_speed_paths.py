@@ -55,3 +55,40 @@ def test_analyze_and_optimum_equals_the_two_calls_with_a_spare_pool():
         np.testing.assert_allclose(np.asarray(getattr(result, name)), np.asarray(getattr(alone, name)),
                                    rtol=1e-12, atol=1e-16, err_msg=name)
     np.testing.assert_allclose(float(opt.interval), float(best.interval), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- imports on first use
+
+
+def test_lazy_names_equal_their_sources():
+    import markovsim
+    import markovsim.engine
+    from markovsim._cli._validate import CASE_KINDS
+    from markovsim.validate import case_kinds
+
+    assert set(markovsim._ENGINE_NAMES) == set(markovsim.engine.__all__)
+    assert markovsim.gth is markovsim.engine.gth and markovsim.engine is markovsim.engine
+    assert tuple(CASE_KINDS) == tuple(case_kinds())
+    import markovsim.training as tr
+    from markovsim._cli._plan import RECOMPUTES, SCHEDULES
+
+    assert SCHEDULES == tuple(s.value for s in tr.Schedule) and RECOMPUTES == tuple(r.value for r in tr.Recompute)
+
+
+def test_goodput_command_imports_only_what_it_uses():
+    """``markovsim goodput`` answers without the engine (scipy.sparse), training or inference
+    packages, and without starting XLA (issue 14: the first answer in seconds)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\n"
+            "from markovsim._cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['goodput', '--cluster', 'atlas800t_a2_10k', '--recovery', 'ascend_tiered'])\n"
+            "import jax._src.xla_bridge as xb\n"
+            "print(sorted(m for m in ('markovsim.engine', 'markovsim.training', 'markovsim.inference',"
+            " 'scipy.sparse') if m in sys.modules), bool(xb._backends))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "MARKOVSIM_NO_COMPILE_CACHE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[] False"

@@ -6,10 +6,12 @@ import argparse
 import textwrap
 from typing import Sequence
 
-from .. import availability as av
 from .._errors import SpecError
 from .._io import Document, apply_overrides, expand, read_document, reference, sources
+from .._lazy import lazy_module
 from . import _common as c
+
+av = lazy_module("markovsim.availability")  # imported when the command runs, not for every command
 
 HELP = "goodput, availability and the optimal checkpoint interval of a training job"
 

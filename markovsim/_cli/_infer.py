@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from .. import inference as inf
+from .._lazy import lazy_module
 from . import _common as c
+
+inf = lazy_module("markovsim.inference")  # imported when the command runs, not for every command
 
 HELP = "availability of an inference fleet (prefill and decode pools)"
 _ROLES = ("decode", "prefill")

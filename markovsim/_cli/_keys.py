@@ -13,24 +13,27 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import availability as av
-from .. import inference as inf
-from .. import training as tr
+from .._lazy import lazy_module
 from .._io import UNITS, KeyInfo, presets, read_document, recording_keys, resolve
+
+av = lazy_module("markovsim.availability")  # imported when the command runs, not for every command
+inf = lazy_module("markovsim.inference")
+tr = lazy_module("markovsim.training")
 
 HELP = "print the reference of every model-file key (kind, unit, default, meaning)"
 
-#: (schema, title, presets folder, reader of one preset)
+#: (schema, title, presets folder, reader of one preset: called through the lazy packages)
 _FILES = (
-    ("cluster", "Cluster files (`models/clusters/`)", "clusters", av.load_cluster),
-    ("faults", "Fault catalogues (`models/faults/`)", "faults", av.load_faults),
-    ("recovery", "Recovery plans (`models/recovery/`)", "recovery", av.load_recovery),
+    ("cluster", "Cluster files (`models/clusters/`)", "clusters", lambda p: av.load_cluster(p)),
+    ("faults", "Fault catalogues (`models/faults/`)", "faults", lambda p: av.load_faults(p)),
+    ("recovery", "Recovery plans (`models/recovery/`)", "recovery", lambda p: av.load_recovery(p)),
     ("job", "Job files (`markovsim goodput JOB.toml`, case kind `goodput`)", None, None),
-    ("workload", "Workloads (`models/workloads/`)", "workloads", tr.load_workload),
-    ("hardware", "Hardware (`models/hardware/`)", "hardware", tr.load_hardware),
-    ("plan", "Parallel plans (`models/plans/`, case kind `train`)", "plans", tr.load_plan),
+    ("workload", "Workloads (`models/workloads/`)", "workloads", lambda p: tr.load_workload(p)),
+    ("hardware", "Hardware (`models/hardware/`)", "hardware", lambda p: tr.load_hardware(p)),
+    ("plan", "Parallel plans (`models/plans/`, case kind `train`)", "plans", lambda p: tr.load_plan(p)),
     ("train case", "The `[linearity]` table of a `train` case", None, None),
-    ("inference", "Inference models (`models/inference/`, case kind `infer`)", "inference", inf.load_inference_model),
+    ("inference", "Inference models (`models/inference/`, case kind `infer`)", "inference",
+     lambda p: inf.load_inference_model(p)),
 )
 _KIND_NOTE = {"time": "time", "rate": "rate", "data": "data size", "bandwidth": "bandwidth", "compute": "compute rate",
               "ratio": "ratio"}

@@ -7,14 +7,17 @@ import textwrap
 
 import numpy as np
 
-from .. import training as tr
 from .._errors import SpecError
+from .._lazy import lazy_module
 from . import _common as c
 
+tr = lazy_module("markovsim.training")  # imported when the command runs, not for every command
 HELP = "search parallel plans: the k fastest valid plans for a workload on N cards, with filters"
-_SCHEDULES = {code: s for s, code in tr.SCHEDULE_CODES.items()}
-_RECOMPUTES = {code: r for r, code in tr.RECOMPUTE_CODES.items()}
 _FILTERS = ("tp", "pp", "ep", "cp", "zero")
+#: ``markovsim.training.Schedule`` / ``Recompute`` values for the parser's choices (held equal
+#: by tests/test_speed_paths.py; written out so that building the parser imports no domain package)
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe")
+RECOMPUTES = ("none", "selective", "full")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -37,9 +40,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--cards", type=int, metavar="N", help="cards (default: the plan file's)")
     p.add_argument("--global-batch", type=int, metavar="B", help="sequences per step (default: the plan file's)")
     p.add_argument("--top", type=int, default=10, metavar="K", help="how many plans to list (default 10)")
-    p.add_argument("--schedule", action="append", choices=[s.value for s in tr.Schedule],
+    p.add_argument("--schedule", action="append", choices=SCHEDULES,
                    help="keep only these pipeline schedules (repeatable)")
-    p.add_argument("--recompute", action="append", choices=[r.value for r in tr.Recompute],
+    p.add_argument("--recompute", action="append", choices=RECOMPUTES,
                    help="keep only these recomputation settings (repeatable)")
     for name in _FILTERS:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
@@ -124,10 +127,12 @@ def run(args) -> int:
 
 
 def _row(plans: dict, out: dict, i: int) -> dict:
+    schedules = {code: s for s, code in tr.SCHEDULE_CODES.items()}
+    recomputes = {code: r for r, code in tr.RECOMPUTE_CODES.items()}
     return {"tp": int(plans["tp"][i]), "pp": int(plans["pp"][i]), "dp": int(plans["dp"][i]),
             "ep": int(plans["ep"][i]), "cp": int(plans["cp"][i]), "virtual_stages": int(plans["v"][i]),
             "micro_batch": int(plans["mb"][i]), "zero_stage": int(plans["zero"][i]),
-            "schedule": _SCHEDULES[int(plans["sched"][i])].value, "recompute": _RECOMPUTES[int(plans["rec"][i])].value,
+            "schedule": schedules[int(plans["sched"][i])].value, "recompute": recomputes[int(plans["rec"][i])].value,
             "uneven_layers": bool(plans["uneven"][i]), "step_time_s": float(out["step_time"][i]),
             "mfu": float(out["mfu"][i]), "tokens_per_s": float(out["tokens_per_s"][i]),
             "memory_bytes": float(out["memory_bytes"][i])}

@@ -6,10 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import repro
 from .._errors import SpecError
 from .._grid import check_output
+from .._lazy import lazy_module
 from ._speed import progress_callback
+
+repro = lazy_module("markovsim.repro")  # imported when the command runs, not for every command
 
 HELP = "run the reproductions of the published figures"
 

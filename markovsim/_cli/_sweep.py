@@ -12,14 +12,16 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import availability as av
 from .._errors import MarkovsimError, SpecError
 from .._io import Override, annotate, apply_overrides, parse_variation, read_document
 from .._grid import REASON_ATTRS, check_output, point_statuses, save_sweep, status_attrs
-from ..validate import MODEL_KINDS
+from .._lazy import lazy_module
 from . import _common as c
 from ._speed import progress_bar
 from ._goodput import add_job_options, job_document
+
+av = lazy_module("markovsim.availability")  # imported when the command runs, not for every command
+_validate = lazy_module("markovsim.validate")
 
 HELP = "evaluate a model file over a grid of changed values, written as an xarray Dataset"
 _MAIN = {
@@ -80,7 +82,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def evaluate_point(kind_name: str, doc: Mapping, where: str, base: Path | None):
     """One grid point: ``(outputs, None)`` or ``(None, error)`` (a dask task, picklable)."""
     try:
-        return {k: float(v) for k, v in MODEL_KINDS[kind_name].outputs(doc, where=where, base=base).items()}, None
+        return {k: float(v) for k, v in _validate.MODEL_KINDS[kind_name].outputs(doc, where=where, base=base).items()}, None
     except MarkovsimError as exc:
         return None, exc
 
@@ -105,7 +107,7 @@ def run(args) -> int:
     path = c.named(args.model, ("plans", "inference", "recovery", "clusters")) if args.model is not None else None
     doc = read_document(path) if path is not None else {}
     if args.cluster or args.recovery or av.is_job(doc) or av.is_recovery(doc) or av.is_cluster(doc):
-        kind = MODEL_KINDS["goodput"]
+        kind = _validate.MODEL_KINDS["goodput"]
         template, label, base_dir, changes = job_document(args.model, args.cluster, args.recovery, None, args.sets,
                                                           read=doc if path is not None else None)
     else:
@@ -181,15 +183,15 @@ def run(args) -> int:
 
 
 def _detect(doc: Mapping, path: Path):
-    found = [k for k in MODEL_KINDS.values() if k.detect(doc)]
+    found = [k for k in _validate.MODEL_KINDS.values() if k.detect(doc)]
     if len(found) == 1:
         return found[0]
-    by_folder = [k for k in MODEL_KINDS.values() if k.folder == path.resolve().parent.name]
+    by_folder = [k for k in _validate.MODEL_KINDS.values() if k.folder == path.resolve().parent.name]
     if len(by_folder) == 1:
         return by_folder[0]
     raise SpecError(
         f"{path}: cannot tell which kind of model file this is (known kinds: "
-        f"{', '.join(MODEL_KINDS)}; a plan file has workload, hardware, tp, pp and dp; an inference "
+        f"{', '.join(_validate.MODEL_KINDS)}; a plan file has workload, hardware, tp, pp and dp; an inference "
         "file has [prefill], [decode] and [tiers]; a job file has cluster and recovery)")
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from .. import training as tr
 from .._errors import SpecError
+from .._lazy import lazy_module
 from . import _common as c
 
+tr = lazy_module("markovsim.training")  # imported when the command runs, not for every command
 HELP = "step time, MFU/HFU, tokens/s and linearity of a training plan"
 #: how each term of the step breakdown is shown (the terms are ``StepBreakdown.PARTS``)
 _LABELS = {"bubble": "pipeline bubble", "tp_exposed": "TP communication (exposed)",
@@ -16,7 +17,10 @@ _LABELS = {"bubble": "pipeline bubble", "tp_exposed": "TP communication (exposed
            "dp_exposed": "DP communication (exposed)", "optimizer": "optimizer step",
            "grad_norm": "gradient norm", "sync": "synchronisation", "overhead": "fixed per-step overhead",
            "data_loading": "data loading", "straggler": "stragglers"}
-_PARTS = [(_LABELS.get(p, p.replace("_", " ")), f"{p}_s") for p in tr.StepBreakdown.PARTS]
+
+
+def _parts():
+    return [(_LABELS.get(p, p.replace("_", " ")), f"{p}_s") for p in tr.StepBreakdown.PARTS]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -57,7 +61,7 @@ def run(args) -> int:
         scaling = tr.linearity_points(spec, sizes, batch=_batch(args.batch), jitter_cv=args.jitter_cv)
     usable = o["usable_memory_bytes"]
     step = o["step_time_s"]
-    parts = [(name, o[key]) for name, key in _PARTS if o[key] > 0 or key == "bubble_s"]
+    parts = [(name, o[key]) for name, key in _parts() if o[key] > 0 or key == "bubble_s"]
     if args.csv:
         rows = [(k, v, tr.PLAN_OUTPUT_UNITS.get(k, "1")) for k, v in o.items()]
         rows += [(f"linearity@{r['cards']}", r["linearity"], "1") for r in scaling or ()]

@@ -8,9 +8,13 @@ from pathlib import Path
 
 from .._errors import SpecError
 from .._io import resolve
-from ..validate import case_kinds, run_calibration, validate_cases
+from .._lazy import lazy_module
 from . import _common as c
 from ._speed import progress_callback
+
+validate = lazy_module("markovsim.validate")  # imported when the command runs, not for every command
+#: the case kinds (``markovsim.validate.case_kinds()``, held equal by tests/test_cli.py) for the help
+CASE_KINDS = ("goodput", "infer", "train")
 
 HELP = "run validation cases: predicted against reported, with errors and a summary"
 
@@ -26,7 +30,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
             with role = "holdout" are also summarised on their own. --plot draws predicted
             against reported.
 
-            Case kinds: {', '.join(case_kinds())}. References in a case (cluster =
+            Case kinds: {', '.join(CASE_KINDS)}. References in a case (cluster =
             "x.toml", model_file) are relative to the case file; bare names are the shipped
             presets. Exit code: 0 when every output is within its tolerance, 1 when some
             output is not, 2 when the case file itself is wrong."""),
@@ -45,7 +49,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     calibration = None
     if args.calibrate:
-        calibration = run_calibration(args.calibrate)
+        calibration = validate.run_calibration(args.calibrate)
         if not args.json:
             print(calibration.format_table())
     if args.cases is None:
@@ -57,7 +61,7 @@ def run(args) -> int:
     if calibration is not None and not args.json:
         print()
     with progress_callback(args, unit="case", desc="validate") as progress:
-        report = validate_cases(resolve(args.cases, folder="cases"), progress=progress)
+        report = validate.validate_cases(resolve(args.cases, folder="cases"), progress=progress)
     if args.csv:
         head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source")
         c.write_csv(args.csv, head, [(r.case, r.role, r.kind, r.output, r.reported, r.predicted, r.error,

@@ -64,7 +64,6 @@ import numpy as np
 
 from .._backend import ops_of
 from .._errors import InvalidParameterError, InvalidTypeError, check_integer, check_number
-from ..engine import gth
 from ._phasetype import PhaseType
 
 __all__ = ["MAX_POOL_STATES", "PoolChainTooLargeError", "pool_states", "effective_repair",
@@ -276,6 +275,8 @@ def node_up_share(rate, repair: PhaseType):
     Q = Q.at[0, 1:].set(r * alpha)  # a zero-time repair is a self-loop: GTH ignores it
     Q = Q.at[1:, 0].set(exit_)
     Q = Q.at[1:, 1:].set(S - jnp.diag(jnp.diagonal(S)))
+    from ..engine import gth  # (the engine's imports, scipy.sparse among them, only when used)
+
     return gth(Q)[0]
 
 
