@@ -31,6 +31,11 @@ from ._units import (
     years as years,
 )
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what static readers (type checkers, the API reference) see; at run time: __getattr__
+    from .engine import *  # noqa: F401,F403
+
 #: the engine's public names (``markovsim.engine.__all__``, held equal by tests/test_speed_paths.py),
 #: reachable here but imported on first use: the engine's imports (scipy.sparse, csgraph,
 #: its solvers) cost about a third of a second that a goodput question does not need

@@ -21,7 +21,7 @@ LAYERS = (
               "markovsim._estimate", "markovsim._status", "markovsim._entry", "markovsim._lazy",
               "markovsim._compile_cache")),
     ("io", ("markovsim._io", "markovsim._spec")),
-    ("engine", ("markovsim.engine",)),
+    ("engine", ("markovsim.engine", "markovsim._backend")),
     ("domains", ("markovsim.availability", "markovsim.training", "markovsim.inference")),
     ("tools", ("markovsim._grid", "markovsim._sweep", "markovsim.validate", "markovsim.plotting", "markovsim.repro")),
     ("facade", ("markovsim",)),

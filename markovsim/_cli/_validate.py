@@ -13,7 +13,7 @@ from . import _common as c
 from ._speed import progress_callback
 
 validate = lazy_module("markovsim.validate")  # imported when the command runs, not for every command
-#: the case kinds (``markovsim.validate.case_kinds()``, held equal by tests/test_cli.py) for the help
+#: the built-in case kinds (``markovsim.validate.MODEL_KINDS``, held equal by tests/test_speed_paths.py)
 CASE_KINDS = ("goodput", "infer", "train")
 
 HELP = "run validation cases: predicted against reported, with errors and a summary"
