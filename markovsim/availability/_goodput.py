@@ -52,11 +52,16 @@ Assumptions (stated, not hidden): fault clocks run only while the job runs (and 
 the exposed recovery phases); a fault during a pause or an unexposed phase is not
 counted; degraded running is counted as full-speed running plus a pause of the lost
 throughput; the spare pool is a birth-death chain of nodes in repair whose arrivals are
-the spare-taking faults at their mean rate per second of wall time outside waits for a
-spare (the share of running time there is solved as a fixed point), which treats them as
-Poisson: it ignores that they also stop during the other recoveries. Under heavy pool
-stress (the pool empty for a large share of faults) this is an approximation: the
-random-model cross-check against the twin measures how close.
+the spare-taking faults at their mean rate per second of wall time outside the pool's own
+phases (the share of running time there is solved as a fixed point), which treats them as
+Poisson: it ignores that they also stop during the other recoveries. The pool's own
+phases are the wait for a spare and, after each spare-taking fault, a dead time of the
+episode's mean length in which repairs progress but no fault can take the next spare:
+every pause booked with that episode (the undetected slow running before it, the failed
+tiers on its path, the activation, the downtime and restore, the degraded running and the
+lost step after it), held as one exponential phase. Under heavy pool stress (the pool
+empty for a large share of faults) this is an approximation: the random-model
+cross-check against the twin measures how close.
 """
 
 from __future__ import annotations
@@ -160,12 +165,17 @@ def _spare_wait(model: PackedModel, birth_rate, recovery):
     r"""Expected wait for a spare per spare-taking repair (seconds), and P(pool empty).
 
     A CTMC over the nodes in repair :math:`k` and the job's phase: ``U`` (running, or down
-    for reasons unrelated to the pool), ``S`` (recovering from a spare-taking fault, the
-    node in hand: no fault arrives, for a mean ``recovery`` seconds) and ``W`` (waiting
-    for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
+    for reasons unrelated to the pool), ``S`` (the dead time of a spare-taking episode, the
+    node in hand: no fault arrives, for a mean ``recovery`` + activation seconds) and ``W``
+    (waiting for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
     ``birth_rate`` per second of ``U``; repairs at :math:`k\mu`. Keeping the dead time
     after a spare-taking fault in the chain matters: during it the repairs progress but no
-    fault can take the next spare, which a Poisson stream in wall time misses.
+    fault can take the next spare, which a Poisson stream in wall time misses; so all of
+    it belongs in ``S`` (``recovery`` holds the episode's pauses, see :func:`_episodes`),
+    not in ``U``'s mean rate: left in ``U`` (the pauses before and after the recovery,
+    the activation), it let the spare-taking faults bunch more than they can, and
+    overstated the wait (a pool of 3, 6.7 h repairs, 32 min of slow running booked before
+    most spare-taking faults: 180 s per fault against the twin's 123-133 s; 136 s now).
 
     With ``pool.repair`` (phase-type repair) the chain counts the nodes in repair per phase
     (:func:`markovsim.availability._pool_chain.pool_wait`); ``None`` keeps this
@@ -177,12 +187,12 @@ def _spare_wait(model: PackedModel, birth_rate, recovery):
     if pool is None:
         return xp.zeros(()), xp.zeros(())
     if pool.repair is not None:  # phase-type repair: nodes in repair counted per phase
-        wait, p_empty = _pool_wait(effective_repair(pool), pool.size, birth_rate, recovery)
+        wait, p_empty = _pool_wait(effective_repair(pool), pool.size, birth_rate, recovery + pool.activation_time)
         return wait + pool.activation_time, p_empty
     s = pool.size
     mu = 1.0 / pool.repair_time
     b = xp.maximum(birth_rate, 1e-300)
-    back = 1.0 / xp.clip(recovery, 1e-300, 1e300)
+    back = 1.0 / xp.clip(recovery + pool.activation_time, 1e-300, 1e300)
     n = 2 * (s + 1) + 1  # U_0, S_0, U_1, S_1, ..., U_s, S_s, W: every rate joins states at most 3 apart
     U, S_, W = (lambda k: 2 * k), (lambda k: 2 * k + 1), 2 * (s + 1)
     # every rate in one scatter (entry-by-entry updates unroll into 4 s ops to compile)
@@ -255,11 +265,18 @@ def _episode_parts(model: PackedModel):
     V = (_f(xp, model.fault_tier)[:, None] == ladder[None, :]).astype(float)  # (M, K): first tier of each mode
     visits = []  # (M,) visits of each tier, final after the pass over the lower tiers (fallbacks point up)
     ends = []
+    A = xp.zeros_like(V)  # (M, K): time in failed tiers before reaching tier k, times the visits
+    ends_failed = []
     for k in range(K):
         visits.append(V[:, k])
-        V = V + (V[:, k] * (1.0 - p[k]))[:, None] * (ladder == fallback[k])[None, :]
+        to_fallback = (1.0 - p[k]) * (ladder == fallback[k])[None, :]
+        A = A + (A[:, k] + V[:, k] * (D[k] + R[k]))[:, None] * to_fallback
+        V = V + V[:, k][:, None] * to_fallback
         ends.append(xp.where(escalates[k], V[:, k] * p[k], V[:, k]))
+        ends_failed.append(xp.where(escalates[k], A[:, k] * p[k], A[:, k]))
     E = xp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
+    # (M, K): time in failed tiers of an episode of mode i, on the paths that end at tier k
+    E_failed = xp.stack(ends_failed, axis=1)
     Vis = xp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
 
     x = Lam * R
@@ -274,18 +291,26 @@ def _episode_parts(model: PackedModel):
     takes = _f(xp, model.tier_takes_spare)
     ex = xp.exp(x - s)
     restore = R * _expm1_over_scaled(xp, x, s)  # (K,)
-    # spare-taking episodes per running second, and their mean downtime besides the wait
-    taking = lam_run[:, None] * spare_nodes[:, None] * E * takes[None, :]  # (M, K)
-    births = xp.sum(taking) + xp.sum(lam_pred * spare_nodes)
-    down_scaled = D[None, :] * ex[None, :] + restore[None, :] + failed[:, None]
-    busy = (xp.sum(taking * down_scaled) / scale + xp.sum(lam_pred * spare_nodes) * model.migration_time)
-    recovery = xp.where(births > 0.0, busy / xp.where(births > 0.0, births, 1.0), 1.0)
     rho = _f(xp, model.fault_degraded_throughput)
     tdet = _f(xp, model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
     post_degraded = _f(xp, (1.0 - tiers.degraded_throughput) * tiers.degraded_time)
     rollback = _f(xp, model.tier_rollback)
     step_loss = xp.where(rollback == ROLLBACK_CODE[Rollback.STEP], 0.5, 0.0) * model.step_time
+    # spare-taking episodes per running second, and the mean time besides the wait during
+    # which such an episode holds the job where no fault arrives: the tier ladder's downtime
+    # and restore, and the pauses booked with it (the undetected slow running before it,
+    # the degraded running after it, the step lost): the pool's dead time, in which its
+    # repairs progress but no fault can take the next spare
+    # (the failed tiers' time on the paths that take a spare, not the mode's mean over all paths)
+    taking_rate = lam_run[:, None] * spare_nodes[:, None] * takes[None, :]  # (M, K)
+    taking = taking_rate * E
+    births = xp.sum(taking) + xp.sum(lam_pred * spare_nodes)
+    down_scaled = (D[None, :] * ex[None, :] + restore[None, :]
+                   + (pre_degraded[:, None] + post_degraded[None, :] + step_loss[None, :]) * scale)
+    busy = (xp.sum(taking * down_scaled) / scale + xp.sum(taking_rate * E_failed)
+            + xp.sum(lam_pred * spare_nodes) * model.migration_time)
+    recovery = xp.where(births > 0.0, busy / xp.where(births > 0.0, births, 1.0), 1.0)
 
     # cost components C[i, k, cause] of an episode of mode i that ends at tier k (scaled)
     comp = xp.zeros((M, K, 5))
