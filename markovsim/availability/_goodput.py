@@ -168,12 +168,12 @@ def _spare_wait(model: PackedModel, birth_rate, recovery):
     if pool is None:
         return jnp.zeros(()), jnp.zeros(())
     if pool.repair is not None:  # phase-type repair: nodes in repair counted per phase
-        wait, p_empty = pool_wait(effective_repair(pool), pool.size, birth_rate, recovery)
+        wait, p_empty = pool_wait(effective_repair(pool), pool.size, birth_rate, recovery + pool.activation_time)
         return wait + pool.activation_time, p_empty
     s = pool.size
     mu = 1.0 / pool.repair_time
     b = jnp.maximum(birth_rate, 1e-300)
-    back = 1.0 / jnp.clip(recovery, 1e-300, 1e300)
+    back = 1.0 / jnp.clip(recovery + pool.activation_time, 1e-300, 1e300)
     n = 2 * (s + 1) + 1  # U_0..U_s, S_0..S_s, W
     U, S_, W = (lambda k: k), (lambda k: s + 1 + k), 2 * (s + 1)
     # every rate in one scatter (entry-by-entry updates unroll into 4 s ops to compile)
@@ -223,11 +223,18 @@ def _episodes(model: PackedModel, running_share=1.0):
     V = (_f(model.fault_tier)[:, None] == ladder[None, :]).astype(float)  # (M, K): first tier of each mode
     visits = []  # (M,) visits of each tier, final after the pass over the lower tiers (fallbacks point up)
     ends = []
+    A = jnp.zeros_like(V)  # (M, K): time in failed tiers before reaching tier k, times the visits
+    ends_failed = []
     for k in range(K):
         visits.append(V[:, k])
-        V = V + (V[:, k] * (1.0 - p[k]))[:, None] * (ladder == fallback[k])[None, :]
+        to_fallback = (1.0 - p[k]) * (ladder == fallback[k])[None, :]
+        A = A + (A[:, k] + V[:, k] * (D[k] + R[k]))[:, None] * to_fallback
+        V = V + V[:, k][:, None] * to_fallback
         ends.append(jnp.where(escalates[k], V[:, k] * p[k], V[:, k]))
+        ends_failed.append(jnp.where(escalates[k], A[:, k] * p[k], A[:, k]))
     E = jnp.stack(ends, axis=1)  # (M, K): probability that mode i ends at tier k
+    # (M, K): time in failed tiers of an episode of mode i, on the paths that end at tier k
+    E_failed = jnp.stack(ends_failed, axis=1)
     Vis = jnp.stack(visits, axis=1)  # (M, K): expected visits of tier k by an episode of mode i
 
     x = Lam * R
@@ -242,19 +249,27 @@ def _episodes(model: PackedModel, running_share=1.0):
     takes = _f(model.tier_takes_spare)
     ex = jnp.exp(x - s)
     restore = R * _expm1_over_scaled(x, s)  # (K,)
-    # spare-taking episodes per running second, and their mean downtime besides the wait
-    taking = lam_run[:, None] * spare_nodes[:, None] * E * takes[None, :]  # (M, K)
-    births = jnp.sum(taking) + jnp.sum(lam_pred * spare_nodes)
-    down_scaled = D[None, :] * ex[None, :] + restore[None, :] + failed[:, None]
-    busy = (jnp.sum(taking * down_scaled) / scale + jnp.sum(lam_pred * spare_nodes) * model.migration_time)
-    recovery = jnp.where(births > 0.0, busy / jnp.where(births > 0.0, births, 1.0), 1.0)
-    wait, p_empty = _spare_wait(model, births * running_share, recovery)
     rho = _f(model.fault_degraded_throughput)
     tdet = _f(model.fault_detection_time)
     pre_degraded = (1.0 - rho) * tdet * (1.0 - interrupts)  # (M,)
     post_degraded = _f((1.0 - tiers.degraded_throughput) * tiers.degraded_time)
     rollback = _f(model.tier_rollback)
     step_loss = jnp.where(rollback == ROLLBACK_CODE[Rollback.STEP], 0.5, 0.0) * model.step_time
+    # spare-taking episodes per running second, and the mean time besides the wait during
+    # which such an episode holds the job where no fault arrives: the tier ladder's downtime
+    # and restore, and the pauses booked with it (the undetected slow running before it,
+    # the degraded running after it, the step lost): the pool's dead time, in which its
+    # repairs progress but no fault can take the next spare
+    # (the failed tiers' time on the paths that take a spare, not the mode's mean over all paths)
+    taking_rate = lam_run[:, None] * spare_nodes[:, None] * takes[None, :]  # (M, K)
+    taking = taking_rate * E
+    births = jnp.sum(taking) + jnp.sum(lam_pred * spare_nodes)
+    down_scaled = (D[None, :] * ex[None, :] + restore[None, :]
+                   + (pre_degraded[:, None] + post_degraded[None, :] + step_loss[None, :]) * scale)
+    busy = (jnp.sum(taking * down_scaled) / scale + jnp.sum(taking_rate * E_failed)
+            + jnp.sum(lam_pred * spare_nodes) * model.migration_time)
+    recovery = jnp.where(births > 0.0, busy / jnp.where(births > 0.0, births, 1.0), 1.0)
+    wait, p_empty = _spare_wait(model, births * running_share, recovery)
 
     # cost components C[i, k, cause] of an episode of mode i that ends at tier k (scaled)
     comp = jnp.zeros((M, K, 5))
