@@ -46,11 +46,16 @@ Assumptions (stated, not hidden): fault clocks run only while the job runs (and 
 the exposed recovery phases); a fault during a pause or an unexposed phase is not
 counted; degraded running is counted as full-speed running plus a pause of the lost
 throughput; the spare pool is a birth-death chain of nodes in repair whose arrivals are
-the spare-taking faults at their mean rate per second of wall time outside waits for a
-spare (the share of running time there is solved as a fixed point), which treats them as
-Poisson: it ignores that they also stop during the other recoveries. Under heavy pool
-stress (the pool empty for a large share of faults) this is an approximation: the
-random-model cross-check against the twin measures how close.
+the spare-taking faults at their mean rate per second of wall time outside the pool's own
+phases (the share of running time there is solved as a fixed point), which treats them as
+Poisson: it ignores that they also stop during the other recoveries. The pool's own
+phases are the wait for a spare and, after each spare-taking fault, a dead time of the
+episode's mean length in which repairs progress but no fault can take the next spare:
+every pause booked with that episode (the undetected slow running before it, the failed
+tiers on its path, the activation, the downtime and restore, the degraded running and the
+lost step after it), held as one exponential phase. Under heavy pool stress (the pool
+empty for a large share of faults) this is an approximation: the random-model
+cross-check against the twin measures how close.
 """
 
 from __future__ import annotations
@@ -153,12 +158,17 @@ def _spare_wait(model: PackedModel, birth_rate, recovery):
     r"""Expected wait for a spare per spare-taking repair (seconds), and P(pool empty).
 
     A CTMC over the nodes in repair :math:`k` and the job's phase: ``U`` (running, or down
-    for reasons unrelated to the pool), ``S`` (recovering from a spare-taking fault, the
-    node in hand: no fault arrives, for a mean ``recovery`` seconds) and ``W`` (waiting
-    for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
+    for reasons unrelated to the pool), ``S`` (the dead time of a spare-taking episode, the
+    node in hand: no fault arrives, for a mean ``recovery`` + activation seconds) and ``W``
+    (waiting for the first of the :math:`s + 1` nodes in repair to return). Arrivals at
     ``birth_rate`` per second of ``U``; repairs at :math:`k\mu`. Keeping the dead time
     after a spare-taking fault in the chain matters: during it the repairs progress but no
-    fault can take the next spare, which a Poisson stream in wall time misses.
+    fault can take the next spare, which a Poisson stream in wall time misses; so all of
+    it belongs in ``S`` (``recovery`` holds the episode's pauses, see :func:`_episodes`),
+    not in ``U``'s mean rate: left in ``U`` (the pauses before and after the recovery,
+    the activation), it let the spare-taking faults bunch more than they can, and
+    overstated the wait (a pool of 3, 6.7 h repairs, 32 min of slow running booked before
+    most spare-taking faults: 180 s per fault against the twin's 123-133 s; 136 s now).
 
     With ``pool.repair`` (phase-type repair) the chain counts the nodes in repair per phase
     (:func:`markovsim.availability._pool_chain.pool_wait`); ``None`` keeps this
