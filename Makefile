@@ -24,7 +24,7 @@ repro: $(STAMP)
 	$(VENV)/bin/markovsim repro all --out $(OUT) --force
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -10,18 +14,32 @@ import markovsim as ms
 import markovsim.availability as av
 
 
-@given(n=st.sampled_from([2, 5, 12]), seed=st.integers(0, 2**31 - 1))  # few sizes: each compiles anew
-def test_gth_loop_form_equals_unrolled(n, seed):
+# jitted once per form and size: run eagerly, each example compiled the loop form again
+# (0.6-0.9 s per call) and the first of each size hundreds of single-op programs (about 30 s
+# in all); eager calls are checked once below
+_GTH = {unroll: jax.jit(functools.partial(ms.gth, unroll=unroll)) for unroll in (True, False)}
+
+
+def _random_generator(n, seed):
     rng = np.random.default_rng(seed)
     R = 10.0 ** rng.uniform(-4, 2, size=(n, n))
     np.fill_diagonal(R, 0.0)
-    Q = R - np.diag(R.sum(axis=1))
-    import jax.numpy as jnp
+    return R - np.diag(R.sum(axis=1))
 
-    a = np.asarray(ms.gth(jnp.asarray(Q), unroll=True))
-    b = np.asarray(ms.gth(jnp.asarray(Q), unroll=False))
+
+@given(n=st.sampled_from([2, 5, 12]), seed=st.integers(0, 2**31 - 1))  # few sizes: each compiles anew
+def test_gth_loop_form_equals_unrolled(n, seed):
+    Q = _random_generator(n, seed)
+    a = np.asarray(_GTH[True](jnp.asarray(Q)))
+    b = np.asarray(_GTH[False](jnp.asarray(Q)))
     np.testing.assert_allclose(b, a, rtol=1e-12)
     np.testing.assert_allclose(a, ms.stationary_distribution(Q), rtol=1e-12)
+
+
+def test_gth_eager_calls_equal_the_jitted_ones():
+    Q = jnp.asarray(_random_generator(5, 3))
+    for unroll in (True, False):
+        np.testing.assert_allclose(np.asarray(ms.gth(Q, unroll=unroll)), np.asarray(_GTH[unroll](Q)), rtol=1e-13)
 
 
 @pytest.mark.parametrize("interval", [600.0, 3600.0])
