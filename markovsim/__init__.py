@@ -36,23 +36,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # what static readers (type checkers, the API reference) see; at run time: __getattr__
     from .engine import *  # noqa: F401,F403
 
-#: the engine's public names (``markovsim.engine.__all__``, held equal by tests/test_speed_paths.py),
-#: reachable here but imported on first use: the engine's imports (scipy.sparse, csgraph,
-#: its solvers) cost about a third of a second that a goodput question does not need
-_ENGINE_NAMES = (
-    "CTMC", "DTMC", "kronecker_product", "kronecker_sum",
-    "GTH", "SparseDirect", "SparseIterative", "StationaryResult", "Status", "gth",
-    "solve_stationary", "stationary_distribution", "stationary_distributions",
-    "communicating_classes", "is_aperiodic", "is_irreducible", "period", "recurrent_classes",
-    "transient_states", "validate_chain", "validate_generator", "validate_transition_matrix",
-    "Squaring", "Uniformization", "accumulated_reward", "expected_time_in_states",
-    "transient_distribution",
-    "absorption_probabilities", "mean_first_passage_times", "mean_time_to_absorption",
-    "long_run_reward_rate",
-    "symbolic_mean_time_to_absorption", "symbolic_stationary_distribution", "to_jax_function",
-    "Estimate", "SimulationResult", "SimulationStatus", "estimate_mean_time_to_absorption",
-    "estimate_time_average", "simulate_ctmc", "simulate_dtmc",
-)
+#: the engine's public names (its ``__all__``), reachable here but imported on first use: the
+#: engine's imports (scipy.sparse, csgraph, its solvers) cost about a third of a second that a
+#: goodput question does not need
+from ._engine_names import __all__ as _ENGINE_NAMES  # noqa: E402
 
 __version__ = "0.1.0"
 

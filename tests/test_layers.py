@@ -18,7 +18,7 @@ PACKAGE = ROOT / "markovsim"
 #: (``markovsim/__init__.py``) is the public facade above the tools.
 LAYERS = (
     ("base", ("markovsim._errors", "markovsim._units", "markovsim._config", "markovsim._random",
-              "markovsim._estimate", "markovsim._status", "markovsim._entry", "markovsim._lazy",
+              "markovsim._estimate", "markovsim._status", "markovsim._entry", "markovsim._lazy", "markovsim._engine_names",
               "markovsim._compile_cache")),
     ("io", ("markovsim._io", "markovsim._spec")),
     ("engine", ("markovsim.engine", "markovsim._backend")),

@@ -85,6 +85,7 @@ def test_lazy_names_equal_their_sources():
     from markovsim.validate import MODEL_KINDS
 
     assert set(markovsim._ENGINE_NAMES) == set(markovsim.engine.__all__)
+    assert all(hasattr(markovsim.engine, n) for n in markovsim.engine.__all__)
     assert markovsim.gth is markovsim.engine.gth and markovsim.engine is markovsim.engine
     assert tuple(CASE_KINDS) == tuple(sorted(MODEL_KINDS))  # the built-in kinds (tests register more)
     import markovsim.training as tr

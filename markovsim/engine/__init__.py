@@ -1,6 +1,7 @@
 """The Markov-chain engine: chains, structure, stationary and transient analysis,
 absorption, rewards, symbolic references and simulation. It knows nothing of clusters."""
 
+from .._engine_names import __all__  # (one list for the engine and the root package)
 from ._chain import (
     CTMC as CTMC,
     DTMC as DTMC,
@@ -57,20 +58,6 @@ from ._structure import (
     validate_transition_matrix as validate_transition_matrix,
 )
 
-__all__ = [
-    "CTMC", "DTMC", "kronecker_product", "kronecker_sum",
-    "GTH", "SparseDirect", "SparseIterative", "StationaryResult", "Status", "gth",
-    "solve_stationary", "stationary_distribution", "stationary_distributions",
-    "communicating_classes", "is_aperiodic", "is_irreducible", "period", "recurrent_classes",
-    "transient_states", "validate_chain", "validate_generator", "validate_transition_matrix",
-    "Squaring", "Uniformization", "accumulated_reward", "expected_time_in_states",
-    "transient_distribution",
-    "absorption_probabilities", "mean_first_passage_times", "mean_time_to_absorption",
-    "long_run_reward_rate",
-    "symbolic_mean_time_to_absorption", "symbolic_stationary_distribution", "to_jax_function",
-    "Estimate", "SimulationResult", "SimulationStatus", "estimate_mean_time_to_absorption",
-    "estimate_time_average", "simulate_ctmc", "simulate_dtmc",
-]
 
 from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
 
