@@ -111,3 +111,26 @@ def test_goodput_command_imports_only_what_it_uses():
                           env={**__import__("os").environ, "MARKOVSIM_NO_COMPILE_CACHE": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[] False"
+
+
+def test_sweep_points_equal_on_both_paths():
+    """A CLI sweep of COMPILED_FROM points or more solves them through the compiled programs
+    (shared by the points of one structure); fewer take the numpy path. A point's outputs are
+    the same either way."""
+    from markovsim._cli._goodput import job_document
+    from markovsim._cli._sweep import COMPILED_FROM, evaluate_point
+
+    assert COMPILED_FROM > 1
+    from markovsim.availability._optimum import _both_jit
+
+    doc, label, base, _ = job_document(None, "atlas800t_a2_10k", "ascend_tiered", None, [])
+    before = _both_jit._cache_size()
+    eager, err = evaluate_point("goodput", doc, label, base)
+    assert _both_jit._cache_size() == before  # the numpy path compiles nothing
+    compiled, err2 = evaluate_point("goodput", doc, label, base, True)
+    assert _both_jit._cache_size() >= 1  # the compiled program ran (its outputs are read lazily)
+    assert err is None and err2 is None and eager.keys() == compiled.keys()
+    for key, value in eager.items():
+        # the optimum's interval is known to the search's resolution (a flat optimum), the rest to rounding
+        rel = 1e-6 if "interval" in key else 1e-10
+        assert value == pytest.approx(compiled[key], rel=rel, abs=1e-12), key
