@@ -298,3 +298,87 @@ def test_an_inline_train_case_and_references_relative_to_the_case_file(tmp_path)
 def test_the_old_top_level_names_still_work_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match="markovsim.validate.validate_cases"):
         assert ms.validate_cases is validate_cases
+
+
+register_case_kind("toy_unit_si", toy_unit, units={"availability": "1", "downtime_per_year": "s"})
+
+POINTS_CASES = """
+    tolerance = "10 %"
+    {targets}
+    [[case]]
+    name = "share in points"
+    role = "holdout"
+    kind = "toy_unit_si"
+    unit = {{ mtbf = "9 h", mttr = "1 h" }}
+    [case.expect]
+    availability = {{ value = 0.92, tolerance = "{points}" }}
+    downtime_per_year = "{downtime}"
+    [[case]]
+    name = "second"
+    role = "holdout"
+    kind = "toy_unit_si"
+    unit = {{ mtbf = "99 h", mttr = "1 h" }}
+    [case.expect]
+    availability = 0.95
+    """
+
+
+def test_a_share_in_points_is_judged_and_summarised_apart(tmp_path):
+    """Issue 12: linearity is compared in points, never mixed into the median relative error."""
+    downtime = 0.1 * YEAR / HOUR * 1.04     # 4 % above the model's 0.1 of a year
+    text = POINTS_CASES.format(targets="", points="2.5 points", downtime=f"{downtime} h")
+    report = validate_cases(write(tmp_path, text))
+    share, time, second = report.rows
+    assert share.points and not time.points and not second.points
+    assert share.passed and share.abs_error == pytest.approx(0.02, abs=1e-15)        # 2 points <= 2.5
+    assert not validate_cases(write(tmp_path, text.replace("2.5 points", "1.5 pt"))).rows[0].passed
+    # the relative summary covers the two rows not in points only
+    rel = [abs(time.error), abs(second.error)]
+    assert report.median_error == pytest.approx(np.median(rel), rel=1e-12)
+    assert report.max_error == pytest.approx(max(rel), rel=1e-12) and report.max_error > 0.03
+    s = report.role_summary("holdout")
+    assert (s["n_points"], s["n_points_failed"]) == (1, 0)
+    assert s["max_points"] == pytest.approx(2.0, rel=1e-12)
+    text_out = report.format_table()
+    assert "-2.00 pt" in text_out
+    assert "1/1 shares within tolerance in points; error: median 2.00 points, max 2.00 points" in text_out
+
+
+def test_targets_are_judged_from_the_numbers(tmp_path):
+    downtime = 0.1 * YEAR / HOUR * 1.04
+    targets = '[targets]\nmedian = "3 %"\nmax = "5 %"\npoints = "1.5 points"'
+    report = validate_cases(write(tmp_path, POINTS_CASES.format(targets=targets, points="5 points",
+                                                                downtime=f"{downtime} h")))
+    verdicts = {v["target"]: v for v in report.target_verdicts()}
+    rel = sorted(abs(r.error) for r in report.rows if not r.points)
+    assert verdicts["median"]["measured"] == pytest.approx(np.median(rel), rel=1e-12)
+    assert verdicts["median"]["met"] is bool(np.median(rel) <= 0.03)
+    assert verdicts["max"]["met"] is bool(max(rel) <= 0.05)
+    assert verdicts["points"]["measured"] == pytest.approx(0.02, rel=1e-12) and verdicts["points"]["met"] is False
+    assert all(v["rows"] == "holdout" for v in verdicts.values())
+    text = report.summary()
+    assert "largest error of shares in points <= 1.5 points; measured 2.00 points: MISSED" in text
+    assert report.to_dict()["targets"] == report.target_verdicts()
+    # the same file with a looser points target meets it
+    loose = validate_cases(write(tmp_path, POINTS_CASES.format(targets=targets.replace("1.5 points", "2.5 points"),
+                                                               points="5 points", downtime=f"{downtime} h")))
+    assert {v["target"]: v["met"] for v in loose.target_verdicts()}["points"] is True
+
+
+@pytest.mark.parametrize("targets, match", [
+    ('[targets]\nmean = "5 %"', r"unknown key\(s\) 'mean'"),
+    ('[targets]\nmedian = "2 points"', r"median='2 points': expected a ratio"),
+    ('[targets]\npoints = "5 %"', r"points='5 %': expected \"2 points\""),
+    ('[targets]\nmax = "30 s"', r"max='30 s': expected a ratio"),
+    ('targets = 0.05', r"targets=0.05: expected a table"),
+])
+def test_bad_targets_are_refused_by_name(tmp_path, targets, match):
+    with pytest.raises(ms.SpecError, match=match):
+        validate_cases(write(tmp_path, POINTS_CASES.format(targets=targets, points="2 points", downtime="876 h")))
+
+
+def test_points_on_an_output_with_a_unit_are_refused(tmp_path):
+    text = POINTS_CASES.format(targets="", points="2 points", downtime="876 h").replace(
+        'downtime_per_year = "876 h"', 'downtime_per_year = { value = "876 h", tolerance = "2 points" }')
+    with pytest.raises(ms.SpecError, match=r"downtime_per_year.*is a ratio but output 'downtime_per_year' is in 's'"):
+        validate_cases(write(tmp_path, text))

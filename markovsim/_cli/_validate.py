@@ -27,8 +27,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
             and a tolerance; see docs/how-to/validation-cases.md and models/cases/example.toml)
             and print predicted against reported, the relative error and a summary (median and
             maximum error). Cases with role = "fit" are listed apart (never evidence); cases
-            with role = "holdout" are also summarised on their own. --plot draws predicted
-            against reported.
+            with role = "holdout" are also summarised on their own; outputs with a tolerance
+            in points ("2 points") are summarised by their error in points; a [targets] table
+            (median, max, points) ends the summary with a verdict per target. --plot draws
+            predicted against reported.
 
             Case kinds: {', '.join(CASE_KINDS)}. References in a case (cluster =
             "x.toml", model_file) are relative to the case file; bare names are the shipped

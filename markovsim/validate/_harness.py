@@ -41,18 +41,32 @@ holds them (the case file, or the ``model_file`` for references written there).
 
 Tolerances are relative when written as a ratio (``"5 %"``, ``0.05``) and absolute when
 written with a unit (``"30 s"``); an absolute tolerance, like a reported value with a unit,
-must measure what the output measures (``"5 GB"`` on a time is refused). Reported values are
+must measure what the output measures (``"5 GB"`` on a time is refused). A share (an output
+without unit: linearity, MFU) may be given an absolute tolerance in percentage points
+(``"2 points"``: within 0.02 of the reported share); such rows are summarised apart, by
+their error in points, never mixed into the median relative error. Reported values are
 numbers or strings with a unit (``"2.8 d"``), converted to SI like every model-file quantity.
 
 Roles: ``fit`` cases hold the figures an input was calibrated on; they are listed apart and
 never count as evidence. ``holdout`` cases were kept out of the calibration and are
 summarised on their own. ``check`` (the default) is an ordinary comparison.
+
+A file of cases may state the accuracy it is held to, before any case runs::
+
+    [targets]                     # of the holdout rows (the evidence when there are none)
+    median = "5 %"                # median relative error of the rows in relative terms
+    max = "10 %"                  # largest relative error
+    points = "2 points"           # largest error of the rows with a tolerance in points
+
+The summary then says, for each target, the measured value and whether it is met: a verdict
+computed from the numbers (:meth:`ValidationReport.target_verdicts`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -72,6 +86,10 @@ __all__ = ["register_case_kind", "case_kinds", "validate_cases", "MODEL_KINDS"]
 MODEL_KINDS: dict[str, ModelKind] = {k.name: k for k in (_TRAIN, _INFER, _GOODPUT)}
 #: kinds registered by users: name -> (function of a strict Table, output units or None)
 _USER: dict[str, tuple[Callable[[Table], Mapping[str, Any]], Mapping[str, str] | None]] = {}
+#: a tolerance in percentage points of a share: "2 points", "2 pt", "2 pp"
+_POINTS = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(points?|pts?|pp)\s*$")
+#: the targets a file of cases may state, and the kind of each
+_TARGETS = {"median": "relative", "max": "relative", "points": "points"}
 _CASE_KEYS = ("name", "kind", "tolerance", "source", "expect", "model_file", "role")
 #: the quantity kind of an output unit, where the output is in SI units of that kind
 _UNIT_KIND = {"s": "time", "B": "data", "1": "ratio"}
@@ -148,6 +166,7 @@ class _Tolerance:
     relative: bool
     text: str
     kind: str | None   # the quantity kind of an absolute tolerance written with a unit
+    points: bool = False  # an absolute tolerance on a share, in percentage points
 
     def admits(self, predicted: float, reported: float) -> bool:
         if not (math.isfinite(predicted) and math.isfinite(reported)):
@@ -158,7 +177,13 @@ class _Tolerance:
 
 def _tolerance(value: Any, where: str) -> _Tolerance:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise SpecError(f"{where}={value!r}: expected a tolerance such as \"5 %\", 0.05 or \"30 s\"")
+        raise SpecError(f"{where}={value!r}: expected a tolerance such as \"5 %\", 0.05, \"30 s\" "
+                        "or \"2 points\"")
+    if isinstance(value, str) and (m := _POINTS.match(value)):
+        size = float(m.group(1)) / 100.0
+        if not math.isfinite(size):
+            raise SpecError(f"{where}={value!r}: expected a finite number of points")
+        return _Tolerance(size, False, value, "ratio", points=True)
     try:
         size, relative, kind = parse_quantity(value, "ratio", where=where), True, None
     except SpecError:
@@ -253,19 +278,40 @@ def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _
     return _Case(name, kind, role, source, model, tuple(expect))
 
 
-def _parse_file(path: Path) -> list[_Case]:
+def _parse_targets(raw: Any, where: str) -> dict[str, float]:
+    """``[targets]``: ``median`` and ``max`` as ratios ("5 %"), ``points`` in points."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}={raw!r}: expected a table such as {{ median = \"5 %\", max = \"10 %\" }}")
+    unknown = set(raw) - set(_TARGETS)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}; expected "
+                        f"{', '.join(map(repr, _TARGETS))}")
+    out = {}
+    for key, value in raw.items():
+        tol = _tolerance(value, f"{where}.{key}")
+        if tol.points != (_TARGETS[key] == "points") or not (tol.relative or tol.points):
+            wanted = '"2 points"' if _TARGETS[key] == "points" else 'a ratio such as "5 %"'
+            raise SpecError(f"{where}.{key}={value!r}: expected {wanted}")
+        out[key] = tol.value
+    return out
+
+
+def _parse_file(path: Path) -> tuple[list[_Case], dict[str, float]]:
     data = read_document(path)
+    targets = _parse_targets(data["targets"], f"{path.name}: targets") if "targets" in data else {}
     if "case" in data:
         cases = data["case"]
-        extra = set(data) - {"case", "tolerance"}
+        extra = set(data) - {"case", "tolerance", "targets"}
         if extra:
             raise SpecError(f"{path}: unknown top-level key(s) {', '.join(map(repr, sorted(extra)))} in a "
-                            "file of [[case]] tables; expected only 'tolerance' beside them")
+                            "file of [[case]] tables; expected only 'tolerance' and 'targets' beside them")
         if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases) or not cases:
             raise SpecError(f"{path}: 'case' must be an array of tables ([[case]])")
         default = data.get("tolerance", ...)
-        return [_parse_case(c, default, f"{path.name}: case[{i}]", path) for i, c in enumerate(cases)]
-    return [_parse_case(dict(data), ..., f"{path.name}", path)]
+        return [_parse_case(c, default, f"{path.name}: case[{i}]", path) for i, c in enumerate(cases)], targets
+    if targets:
+        raise SpecError(f"{path}: 'targets' needs a file of [[case]] tables")
+    return [_parse_case(dict(data), ..., f"{path.name}", path)], targets
 
 
 # --------------------------------------------------------------------------- running
@@ -298,7 +344,7 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         rows.append(CaseResult(case=case.name, kind=case.kind, output=output, reported=reported,
                                predicted=value, error=float(error), abs_error=abs(value - reported),
                                tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
-                               role=case.role))
+                               role=case.role, points=tol.points))
     return rows
 
 
@@ -325,10 +371,10 @@ def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
     path = Path(path)
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, expected a case file (TOML)")
-    cases = _parse_file(path)
+    cases, targets = _parse_file(path)
     rows: list[CaseResult] = []
     for done, case in enumerate(cases, 1):
         rows.extend(_run_case(case, path))
         if progress is not None:
             progress(done, len(cases))
-    return ValidationReport(path=str(path), rows=tuple(rows))
+    return ValidationReport(path=str(path), rows=tuple(rows), targets=targets)

@@ -31,6 +31,8 @@ class CaseResult:
         passed: whether the prediction is within tolerance.
         source: where the reported value comes from (as written in the case).
         role: ``"check"``, ``"holdout"`` or ``"fit"`` (see :data:`ROLES`).
+        points: the tolerance is in percentage points of a share (``"2 points"``): the row
+            is summarised by its error in points, apart from the relative errors.
     """
 
     case: str
@@ -44,6 +46,7 @@ class CaseResult:
     passed: bool
     source: str = ""
     role: str = "check"
+    points: bool = False
 
 
 def _pct(x: float) -> str:
@@ -55,25 +58,41 @@ def _clean(x):
 
 
 def _errors(rows) -> np.ndarray:
-    e = np.array([abs(r.error) for r in rows], dtype=float)
+    e = np.array([abs(r.error) for r in rows if not r.points], dtype=float)
     return e[np.isfinite(e)]
 
 
 def _summary(rows) -> dict:
+    """Counts over every row; the relative errors of the rows not in points, and the errors
+    in points (|predicted - reported| x 100) of the rows in points."""
     e = _errors(rows)
+    pts = np.array([100.0 * r.abs_error for r in rows if r.points], dtype=float)
+    pts = pts[np.isfinite(pts)]
+    in_points = [r for r in rows if r.points]
     return {"n": len(rows), "n_failed": sum(not r.passed for r in rows),
             "median_error": float(np.median(e)) if e.size else math.nan,
-            "max_error": float(np.max(e)) if e.size else math.nan}
+            "max_error": float(np.max(e)) if e.size else math.nan,
+            "n_points": len(in_points), "n_points_failed": sum(not r.passed for r in in_points),
+            "median_points": float(np.median(pts)) if pts.size else math.nan,
+            "max_points": float(np.max(pts)) if pts.size else math.nan}
 
 
 def _line(label: str, s: dict) -> str:
-    return (f"{label}{s['n'] - s['n_failed']}/{s['n']} outputs within tolerance; relative error: "
-            f"median {_pct(s['median_error'])}, max {_pct(s['max_error'])}")
+    n, failed = s["n"] - s["n_points"], s["n_failed"] - s["n_points_failed"]
+    text = [] if n == 0 and s["n_points"] else [
+        f"{label}{n - failed}/{n} outputs within tolerance; relative error: "
+        f"median {_pct(s['median_error'])}, max {_pct(s['max_error'])}"]
+    if s["n_points"]:
+        k = s["n_points"]
+        text.append(f"{label}{k - s['n_points_failed']}/{k} shares within tolerance in points; error: "
+                    f"median {s['median_points']:.2f} points, max {s['max_points']:.2f} points")
+    return "\n".join(text)
 
 
 def _table(rows) -> list[str]:
     head = ("case", "output", "reported", "predicted", "error", "tolerance", "result")
-    body = [(r.case, r.output, f"{r.reported:.6g}", f"{r.predicted:.6g}", _pct(r.error),
+    body = [(r.case, r.output, f"{r.reported:.6g}", f"{r.predicted:.6g}",
+             f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error),
              r.tolerance, "ok" if r.passed else "FAIL") for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
@@ -92,10 +111,13 @@ class ValidationReport:
     Attributes:
         path: the case file.
         rows: one :class:`CaseResult` per reported output.
+        targets: the accuracy the file states (``median``, ``max`` as ratios, ``points`` in
+            shares); judged on the holdout rows, or the evidence when there are none.
     """
 
     path: str
     rows: tuple[CaseResult, ...]
+    targets: dict = dataclasses.field(default_factory=dict)
 
     @property
     def evidence(self) -> tuple[CaseResult, ...]:
@@ -104,7 +126,8 @@ class ValidationReport:
 
     @property
     def errors(self) -> np.ndarray:
-        """Absolute relative errors of the evidence rows where one is defined."""
+        """Absolute relative errors of the evidence rows where one is defined (rows with a
+        tolerance in points excluded: they are summarised in points)."""
         return _errors(self.evidence)
 
     @property
@@ -131,14 +154,37 @@ class ValidationReport:
         """``{"n", "n_failed", "median_error", "max_error"}`` of the rows of one role."""
         return _summary([r for r in self.rows if r.role == role])
 
+    def target_verdicts(self) -> list[dict]:
+        """Each stated target against the measured value: ``{"target", "limit", "measured",
+        "met", "rows"}`` (``met`` is None when no row measures it). Judged on the holdout rows,
+        or on the evidence when the file has no holdout case."""
+        rows = [r for r in self.rows if r.role == "holdout"] or list(self.evidence)
+        s = _summary(rows)
+        measured = {"median": s["median_error"], "max": s["max_error"], "points": s["max_points"] / 100.0}
+        out = []
+        for key, limit in self.targets.items():
+            value = measured[key]
+            out.append({"target": key, "limit": float(limit), "measured": _clean(value),
+                        "met": None if not math.isfinite(value) else bool(value <= limit),
+                        "rows": "holdout" if any(r.role == "holdout" for r in self.rows) else "evidence"})
+        return out
+
     def summary(self) -> str:
         """How many outputs passed, median and maximum relative error (of the evidence; the
-        holdout and fit rows each on their own line when there are any)."""
+        holdout and fit rows each on their own line when there are any; shares with a
+        tolerance in points on lines of their own), then each stated target with its verdict."""
         lines = [_line("", _summary(self.evidence))]
         if any(r.role == "holdout" for r in self.rows):
             lines.append(_line("holdout cases only: ", self.role_summary("holdout")))
         if any(r.role == "fit" for r in self.rows):
             lines.append(_line("fit cases (calibration, not evidence): ", self.role_summary("fit")))
+        names = {"median": "median relative error", "max": "largest relative error",
+                 "points": "largest error of shares in points"}
+        for v in self.target_verdicts():
+            scale, unit = (100.0, " points") if v["target"] == "points" else (100.0, " %")
+            got = "no row measures it" if v["met"] is None else (
+                f"measured {scale * v['measured']:.2f}{unit}: {'met' if v['met'] else 'MISSED'}")
+            lines.append(f"target ({v['rows']} rows): {names[v['target']]} <= {scale * v['limit']:g}{unit}; {got}")
         return "\n".join(lines)
 
     def format_table(self) -> str:
@@ -156,7 +202,7 @@ class ValidationReport:
         return {"path": self.path,
                 "rows": [{k: _clean(v) for k, v in dataclasses.asdict(r).items()} for r in self.rows],
                 "summary": {k: _clean(v) for k, v in _summary(self.evidence).items()},
-                "by_role": by_role}
+                "by_role": by_role, "targets": self.target_verdicts()}
 
     def __str__(self) -> str:
         return self.format_table()
