@@ -33,6 +33,7 @@ __all__ = [
     "plot_distribution",
     "plot_timeline",
     "plot_validation",
+    "plot_validation_errors",
 ]
 
 
@@ -202,6 +203,55 @@ def plot_timeline(bars: Sequence[tuple[Any, float, float, str]], *, unit: str = 
 
     ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize="small",
               loc="upper right")
+    return ax
+
+
+def plot_validation_errors(report, *, ax=None):
+    """The signed error of every row of a validation report, one line per row: relative
+    error in % (rows with a tolerance in points: their error in points), holdout / check
+    rows and fit rows marked apart, with the file's targets as dashed bands.
+
+    Unlike :func:`plot_validation`, which sets outputs of different units on one axis, this
+    reads the same for step times, MFU and throughputs.
+
+    Args:
+        report: a :class:`~markovsim.validate.ValidationReport`.
+        ax: matplotlib Axes to draw on (a new figure when omitted).
+
+    Returns:
+        The matplotlib Axes.
+    """
+    ax = _axes(ax)
+    rows = list(report.rows)
+    y = np.arange(len(rows))[::-1]
+    err = np.array([100 * (r.predicted - r.reported) if r.points else 100 * r.error for r in rows], dtype=float)
+    styles = {"fit": dict(marker="s", color="grey", label="fit (calibration)"),
+              "holdout": dict(marker="o", color="C0", label="holdout"),
+              "check": dict(marker="o", color="C2", label="check")}
+    for role, style in styles.items():
+        for points, mark in ((False, style["marker"]), (True, "D")):
+            sel = np.array([r.role == role and r.points == points for r in rows], dtype=bool)
+            if sel.any():
+                label = style["label"] + (" (points)" if points else " (%)")
+                ax.scatter(err[sel], y[sel], marker=mark, color=style["color"], label=label, zorder=3)
+    failed = np.array([not r.passed for r in rows], dtype=bool)
+    if failed.any():
+        ax.scatter(err[failed], y[failed], s=120, facecolors="none", edgecolors="C3", label="outside tolerance",
+                   zorder=2)
+    ax.axvline(0.0, color="black", lw=0.8)
+    targets = getattr(report, "targets", {}) or {}
+    for key, ls in (("max", "--"), ("points", ":")):
+        if key in targets:
+            lim = 100 * targets[key]
+            ax.axvspan(-lim, lim, color="C0" if key == "max" else "C1", alpha=0.08)
+            ax.axvline(-lim, color="grey", ls=ls, lw=0.8)
+            ax.axvline(lim, color="grey", ls=ls, lw=0.8,
+                       label=f"target: max {lim:g} %" if key == "max" else f"target: {lim:g} points")
+    ax.set_yticks(y)
+    short = lambda t: t if len(t) <= 60 else f"{t[:24]}...{t[-33:]}"  # noqa: E731  (keep the sizes at the end)
+    ax.set_yticklabels([f"{short(r.case)} [{r.output}]" for r in rows], fontsize=6)
+    ax.set_xlabel("predicted - reported: relative error (%), or points for shares")
+    ax.legend(fontsize="x-small", loc="lower right")
     return ax
 
 

@@ -729,8 +729,14 @@ def _interval_md(r: Row, e: Expectation | None) -> list[str]:
 
 
 def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, Expectation] | None = None,
-                 model_root: Path | None = None) -> tuple[Path, Path]:
-    """Write ``results.json`` and ``report.md`` into ``out_dir``."""
+                 model_root: Path | None = None, validations: Sequence[tuple[str, Any, str | None]] = ()
+                 ) -> tuple[Path, Path]:
+    """Write ``results.json`` and ``report.md`` into ``out_dir``.
+
+    ``validations``: ``(title, report, plot file or None)`` per validation suite run with
+    the reproductions (a :class:`~markovsim.validate.ValidationReport`); each becomes a
+    section "Validation: <title>" with its targets, verdicts and rows, and
+    ``validation.json`` holds their ``to_dict()``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if expectations is None:
@@ -816,7 +822,18 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
                 comment = text(i.source)
                 md.append(f"| {_md(i.name.split(': ', 1)[1])} | {_md(i.value)} | {prov} | {_md(comment)} |")
             md.append("")
-    pngs = sorted(p.name for p in out_dir.glob("*.png"))
+    embedded = set()
+    for title, report, plot in validations:
+        md += [f"## Validation: {title}", "",
+               f"`markovsim validate {Path(report.path).name}`: the model against published runs, "
+               "with the targets the case file states before the model runs; every verdict is computed "
+               "from the rows.", "", report.to_markdown(plot=plot), ""]
+        if plot:
+            embedded.add(plot)
+    if validations:
+        (out_dir / "validation.json").write_text(json.dumps(
+            {title: _json_safe(report.to_dict()) for title, report, _ in validations}, indent=2) + "\n")
+    pngs = sorted(p.name for p in out_dir.glob("*.png") if p.name not in embedded)
     if pngs:
         md += ["## Plots", ""] + [f"![{p}]({p})" for p in pngs]
     report = out_dir / "report.md"

@@ -247,3 +247,30 @@ def test_no_status_literal_in_paper_repro():
     found = [f"{p.name}:{n}: {line.strip()}" for p in sorted(PAPER_REPRO.iterdir()) if p.is_file()
              for n, line in enumerate(p.read_text().splitlines(), 1) if STATUS_WORD.search(line)]
     assert not found, "\n".join(found)
+
+
+def test_repro_all_reports_the_shipped_validation_suites(tmp_path):
+    """``markovsim repro all`` adds each shipped validation suite with its target verdicts,
+    taken from the report (computed from the rows), an error plot and validation.json."""
+    from markovsim._cli import _repro as cli_repro
+
+    found = cli_repro._validations(tmp_path)
+    assert [t for t, _, _ in found] == [t for _, t in cli_repro.VALIDATION_SUITES]
+    title, report, png = found[0]
+    assert (tmp_path / png).stat().st_size > 10_000
+    _, md = repro.write_report([], tmp_path, validations=found)
+    text = md.read_text()
+    assert f"## Validation: {title}" in text and f"![{png}]({png})" in text
+    assert text.count(f"]({png})") == 1                       # embedded once, not again under "Plots"
+    verdicts = report.target_verdicts()
+    assert {v["target"] for v in verdicts} == {"median", "max", "points"}
+    for v in verdicts:
+        word = "met" if v["met"] else "**missed**"
+        unit = " points" if v["target"] == "points" else " %"
+        assert f"| {100 * v['measured']:.2f}{unit} | {word} |" in text
+    # every holdout row of the suite is in the report's table, with its own error
+    for r in report.rows:
+        if r.role == "holdout" and not r.points:
+            assert f"| {r.output} | {r.reported:.6g} | {r.predicted:.6g} | {100 * r.error:.2f} % |" in text
+    saved = json.loads((tmp_path / "validation.json").read_text())
+    assert saved[title]["targets"] == json.loads(json.dumps(verdicts))

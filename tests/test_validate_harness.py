@@ -382,3 +382,14 @@ def test_points_on_an_output_with_a_unit_are_refused(tmp_path):
         'downtime_per_year = "876 h"', 'downtime_per_year = { value = "876 h", tolerance = "2 points" }')
     with pytest.raises(ms.SpecError, match=r"downtime_per_year.*is a ratio but output 'downtime_per_year' is in 's'"):
         validate_cases(write(tmp_path, text))
+
+
+def test_markdown_verdicts_follow_the_rows(tmp_path):
+    """The markdown section's verdicts are computed: moving the reported value across the
+    target flips the verdict."""
+    base = '[targets]\nmax = "5 %"\n[[case]]\nname = "a"\nrole = "holdout"\nkind = "toy_unit"\n' \
+           'unit = {{ mtbf = "9 h", mttr = "1 h" }}\ntolerance = "10 %"\n[case.expect]\navailability = {value}\n'
+    near = validate_cases(write(tmp_path, base.format(value=0.92)))        # |0.9 - 0.92| / 0.92 = 2.2 %
+    far = validate_cases(write(tmp_path, base.format(value=0.97)))         # 7.2 %
+    assert "| largest relative error (holdout rows) | 5 % | 2.17 % | met |" in near.to_markdown()
+    assert "| largest relative error (holdout rows) | 5 % | 7.22 % | **missed** |" in far.to_markdown()

@@ -42,7 +42,37 @@ def run(args) -> int:
             raise SpecError("the reproductions draw their plots with matplotlib, which is not installed; "
                             "pip install 'markovsim[plot]'") from None
         raise
-    results, report = repro.write_report(rows, out)
+    validations = _validations(out) if "all" in selection else []
+    results, report = repro.write_report(rows, out, validations=validations)
     print(repro.format_table(rows))
+    for title, v, _ in validations:
+        print(f"\nvalidation, {title}:\n{v.summary()}")
     print(f"\nwrote {results} and {report}")
     return 0
+
+
+#: the shipped case suites that ``markovsim repro all`` runs and reports: (file, title)
+VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (issue 12)"),)
+
+
+def _validations(out: Path) -> list:
+    """Run the shipped validation suites; one error plot each, into ``out``."""
+    from .. import validate
+    from .._io import shipped_dir
+    from ..plotting import plot_validation_errors
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = []
+    for name, title in VALIDATION_SUITES:
+        report = validate.validate_cases(shipped_dir("models") / "cases" / name)
+        fig, ax = plt.subplots(figsize=(9, 0.22 * len(report.rows) + 1.5))
+        plot_validation_errors(report, ax=ax)
+        ax.set_title(f"{name}: predicted against reported")
+        fig.tight_layout()
+        png = f"validation_{Path(name).stem}.png"
+        fig.savefig(out / png, dpi=120)
+        plt.close(fig)
+        done.append((title, report, png))
+    return done

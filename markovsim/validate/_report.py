@@ -89,6 +89,10 @@ def _line(label: str, s: dict) -> str:
     return "\n".join(text)
 
 
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _table(rows) -> list[str]:
     head = ("case", "output", "reported", "predicted", "error", "tolerance", "result")
     body = [(r.case, r.output, f"{r.reported:.6g}", f"{r.predicted:.6g}",
@@ -194,6 +198,41 @@ class ValidationReport:
         if fit:
             out += ["", "fit cases (an input was calibrated on these figures; not evidence):", *_table(fit)]
         return "\n".join([*out, "", self.summary()])
+
+    def to_markdown(self, *, plot: str | None = None) -> str:
+        """A markdown section: the targets with their verdicts, the summary, and the rows
+        (evidence first, fit rows apart), each with its source; ``plot`` embeds an image."""
+        def table(rows) -> list[str]:
+            out = ["| case | output | reported | predicted | error | tolerance | result |",
+                   "|---|---|---|---|---|---|---|"]
+            for r in rows:
+                err = f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error)
+                out.append(f"| {_md(r.case)} | {r.output} | {r.reported:.6g} | {r.predicted:.6g} | {err} | "
+                           f"{_md(r.tolerance)} | {'ok' if r.passed else '**FAIL**'} |")
+            return out
+
+        md = []
+        if self.targets:
+            md += ["| target | limit | measured | verdict |", "|---|---|---|---|"]
+            names = {"median": "median relative error", "max": "largest relative error",
+                     "points": "largest error of shares"}
+            for v in self.target_verdicts():
+                unit = " points" if v["target"] == "points" else " %"
+                got = "n/a" if v["measured"] is None else f"{100 * v['measured']:.2f}{unit}"
+                verdict = "no row" if v["met"] is None else ("met" if v["met"] else "**missed**")
+                md.append(f"| {names[v['target']]} ({v['rows']} rows) | {100 * v['limit']:g}{unit} | {got} | {verdict} |")
+            md.append("")
+        md += ["```", self.summary(), "```", ""]
+        if plot:
+            md += [f"![{plot}]({plot})", ""]
+        md += table(self.evidence)
+        fit = [r for r in self.rows if r.role == "fit"]
+        if fit:
+            md += ["", "Fit cases (an input was calibrated on these figures; not evidence):", "", *table(fit)]
+        sources = sorted({r.source for r in self.rows if r.source})
+        if sources:
+            md += ["", "Sources:", "", *(f"- {_md(x)}" for x in sources)]
+        return "\n".join(md)
 
     def to_dict(self) -> dict:
         """JSON-ready: the rows, the summary of the evidence and one per role (NaN as null)."""
