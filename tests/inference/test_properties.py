@@ -8,6 +8,13 @@ from markovsim import HOUR, MINUTE, YEAR
 from markovsim import inference as inf
 
 
+#: a coverage or share: 0, or at least 1e-9. Hypothesis otherwise draws values such as
+#: 5e-102, whose paths carry probabilities below the float64 range (1e-324): the solver then
+#: flags its answer as uncertified (a MarkovsimWarning, the documented behaviour; seen on
+#: 2026-12-02), which says nothing about the tier ordering tested here.
+SHARE = st.one_of(st.just(0.0), st.floats(1e-9, 1.0))
+
+
 @st.composite
 def setups(draw):
     """A fleet with N+1 headroom and tier durations ordered as in the published ladder:
@@ -17,7 +24,7 @@ def setups(draw):
     E = draw(st.integers(2, 64))
     afr = draw(st.floats(0.05, 20.0))
     fleet = inf.Fleet(instances=K, cards_per_instance=E, card_fault_rate=afr / YEAR,
-                      soft_fault_share=draw(st.floats(0.0, 1.0)),
+                      soft_fault_share=draw(SHARE),
                       demand=draw(st.floats(0.5, K - 1.0)),
                       requests_per_s=1.0, inflight_requests=draw(st.floats(0.0, 100.0)))
     slow = draw(st.floats(10 * MINUTE, 60 * MINUTE))
@@ -25,10 +32,10 @@ def setups(draw):
     switch = draw(st.floats(5.0, 0.5 * fast))
     tiers = inf.RecoveryTiers(
         inf.InstanceRestart(slow), inf.HardwareRepair(draw(st.floats(HOUR, 100 * HOUR))),
-        token_retry=inf.TokenRetry(draw(st.floats(1.0, switch)), draw(st.floats(0.0, 1.0))),
-        fast_restart=inf.FastRestart(fast, draw(st.floats(0.0, 1.0))),
-        traffic_switch=inf.TrafficSwitch(switch, draw(st.floats(0.0, 1.0)), draw(st.floats(switch, slow))),
-        elastic=inf.ElasticContinuation(draw(st.floats(1.0, switch)), draw(st.floats(0.0, 1.0)),
+        token_retry=inf.TokenRetry(draw(st.floats(1.0, switch)), draw(SHARE)),
+        fast_restart=inf.FastRestart(fast, draw(SHARE)),
+        traffic_switch=inf.TrafficSwitch(switch, draw(SHARE), draw(st.floats(switch, slow))),
+        elastic=inf.ElasticContinuation(draw(st.floats(1.0, switch)), draw(SHARE),
                                         draw(st.floats(10.0, fast))))
     return fleet, tiers
 
