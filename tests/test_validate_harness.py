@@ -393,3 +393,78 @@ def test_markdown_verdicts_follow_the_rows(tmp_path):
     far = validate_cases(write(tmp_path, base.format(value=0.97)))         # 7.2 %
     assert "| largest relative error (holdout rows) | 5 % | 2.17 % | met |" in near.to_markdown()
     assert "| largest relative error (holdout rows) | 5 % | 7.22 % | **missed** |" in far.to_markdown()
+
+
+def fussy_unit(model):
+    """toy_unit, with a memory check (``fits``) and a refusal of MTTR over 10 h."""
+    out = toy_unit(model)
+    if out["downtime_per_year"] / YEAR > 0.5:
+        raise ms.InvalidParameterError("mttr: a unit down half the time is refused")
+    out["fits"] = 1.0 if out["availability"] > 0.5 else 0.0
+    return out
+
+
+register_case_kind("fussy_unit", fussy_unit)
+
+SWEPT = """
+    [[case]]
+    name = "swept"
+    role = "holdout"
+    kind = "{kind}"
+    tolerance = "1 %"
+    unit = {{ mtbf = "9 h", mttr = "1 h" }}
+    [case.unpublished]
+    "unit.mttr" = {mttrs}
+    [case.expect]
+    availability = {reported}
+    """
+
+
+def test_unpublished_inputs_give_a_band_and_never_change_the_verdict(tmp_path):
+    report = validate_cases(write(tmp_path, SWEPT.format(kind="toy_unit", mttrs='["0.5 h", "1 h", "3 h"]',
+                                                        reported=0.947)))
+    [row] = report.rows
+    assert row.predicted == pytest.approx(0.9, rel=1e-15) and not row.passed        # the case's own value judges
+    assert row.band_low == pytest.approx(9 / 12, rel=1e-15)                           # mttr = 3 h
+    assert row.band_high == pytest.approx(9 / 9.5, rel=1e-15)                         # mttr = 0.5 h
+    assert row.sweep_admits is True and row.sweep_points == 4 and row.sweep_infeasible == 0
+    assert row.sweep == "unit.mttr in ['0.5 h', '1 h', '3 h']"
+    assert "0.75..0.9474, a point within tolerance (3/3 points)" in report.format_table()
+    assert report.role_summary("holdout")["n_swept_admitted"] == 1
+    # a reported value outside every point's tolerance: the band excludes it
+    far = validate_cases(write(tmp_path, SWEPT.format(kind="toy_unit", mttrs='["0.5 h", "3 h"]', reported=0.99)))
+    assert far.rows[0].sweep_admits is False
+    # rows without a sweep carry none
+    plain = validate_cases(write(tmp_path, SWEPT.format(kind="toy_unit", mttrs='["1 h"]', reported=0.9)
+                                 .replace('[case.unpublished]\n    "unit.mttr" = ["1 h"]\n', "")))
+    assert plain.rows[0].sweep_admits is None and math.isnan(plain.rows[0].band_low)
+
+
+def test_infeasible_and_refused_points_are_left_out_and_counted(tmp_path):
+    # mttr 10 h: availability 0.47, fits = 0; mttr 20 h: refused by the model's own check
+    report = validate_cases(write(tmp_path, SWEPT.format(kind="fussy_unit", mttrs='["1 h", "2 h", "10 h", "20 h"]',
+                                                        reported=0.9)))
+    [row] = report.rows
+    assert row.sweep_infeasible == 2 and row.sweep_points == 3
+    assert row.band_low == pytest.approx(9 / 11, rel=1e-15) and row.band_high == pytest.approx(0.9, rel=1e-15)
+
+
+@pytest.mark.parametrize("table, match", [
+    ('[case.unpublished]\nmtbf = 3', r"unpublished.mtbf=3: expected a non-empty list"),
+    ('[case.unpublished]\nunit = { mttr = ["1 h"] }', r"unpublished.unit: expected a list of values; write a table's"),
+    ('[case.unpublished]\na = [1, 2, 3, 4, 5, 6, 7]\nb = [1, 2, 3, 4, 5, 6, 7]\nc = [1, 2, 3, 4, 5, 6]',
+     r"294 combinations of swept inputs; expected at most 256"),
+])
+def test_bad_unpublished_tables_are_refused_by_name(tmp_path, table, match):
+    text = SWEPT.format(kind="toy_unit", mttrs='["1 h"]', reported=0.9).replace(
+        '[case.unpublished]\n    "unit.mttr" = ["1 h"]\n', "").replace("[case.expect]", table + "\n[case.expect]")
+    with pytest.raises(ms.SpecError, match=match):
+        validate_cases(write(tmp_path, text))
+
+
+def test_a_typo_in_a_swept_key_is_an_error_naming_the_sweep_point(tmp_path):
+    text = SWEPT.format(kind="train", mttrs="[1]", reported=0.9)
+    text = text.replace('unit = { mtbf = "9 h", mttr = "1 h" }', f'model_file = "{PLAN.as_posix()}"').replace(
+        '"unit.mttr" = [1]', "micro_batchh = [1, 2]").replace("availability = 0.9", 'step_time_s = "10 s"')
+    with pytest.raises(ms.SpecError, match=r"unpublished inputs micro_batchh=1: .*micro_batchh"):
+        validate_cases(write(tmp_path, text))

@@ -65,9 +65,12 @@ def run(args) -> int:
     with progress_callback(args, unit="case", desc="validate") as progress:
         report = validate.validate_cases(resolve(args.cases, folder="cases"), progress=progress)
     if args.csv:
-        head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source")
+        head = ("case", "role", "kind", "output", "reported", "predicted", "error", "tolerance", "passed", "source",
+                "band_low", "band_high", "sweep_admits", "sweep")
         c.write_csv(args.csv, head, [(r.case, r.role, r.kind, r.output, r.reported, r.predicted, r.error,
-                                      r.tolerance, r.passed, r.source) for r in report.rows], force=args.force)
+                                      r.tolerance, r.passed, r.source, r.band_low, r.band_high,
+                                      "" if r.sweep_admits is None else r.sweep_admits, r.sweep)
+                                     for r in report.rows], force=args.force)
     if args.plot:
         def draw(ax):
             from ..plotting import plot_validation

@@ -248,11 +248,17 @@ def reads_document(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(doc, where=where, base=base_of(doc, None if base is None else Path(base)))
         except InvalidParameterError as exc:
-            raise SpecError(_prefixed(where, str(exc))) from None
+            error = SpecError(_prefixed(where, str(exc)))
+            # a value of the right type that the model's own checks refuse (a schedule that
+            # does not tile, a rate out of range), as opposed to a malformed document
+            error.refused_value = not isinstance(exc, TypeError) or getattr(exc, "refused_value", False)
+            raise error from None
         except MarkovsimError as exc:
             message = _prefixed(where, str(exc))
             if message == str(exc):
                 raise
-            raise type(exc)(message) from None
+            error = type(exc)(message)
+            error.refused_value = getattr(exc, "refused_value", False)
+            raise error from None
 
     return reader

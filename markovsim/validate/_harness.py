@@ -51,6 +51,19 @@ Roles: ``fit`` cases hold the figures an input was calibrated on; they are liste
 never count as evidence. ``holdout`` cases were kept out of the calibration and are
 summarised on their own. ``check`` (the default) is an ordinary comparison.
 
+An input the source does not publish may be swept over its plausible range, so that a
+reader sees how much the verdict rests on it::
+
+    [case.unpublished]            # each key: the values to try (a dotted key for a table's field)
+    micro_batch = [1, 2, 4]
+    "efficiency.tp_overlap" = [0.0, 0.5]
+
+The case's own value stays the prediction that is judged; every combination of the swept
+values is also run, points the kind marks as infeasible (an output ``fits`` of 0) are left
+out, and each row reports the band of its predictions (``band_low``, ``band_high``) and
+whether any point of the sweep lies within tolerance (``sweep_admits``). The summary counts
+those rows apart: a band is what an unpublished input allows, never evidence.
+
 A file of cases may state the accuracy it is held to, before any case runs::
 
     [targets]                     # of the holdout rows (the evidence when there are none)
@@ -65,6 +78,7 @@ computed from the numbers (:meth:`ValidationReport.target_verdicts`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from pathlib import Path
@@ -72,7 +86,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .._errors import MarkovsimError, SpecError
+from .._errors import InvalidParameterError, MarkovsimError, SpecError
 from .._io import Document, ModelKind, Table, expand, merge, parse_quantity, quantity_kind, read_document, resolve
 from .._io._table import _NUM
 from ..availability import MODEL_KIND as _GOODPUT
@@ -90,7 +104,9 @@ _USER: dict[str, tuple[Callable[[Table], Mapping[str, Any]], Mapping[str, str] |
 _POINTS = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(points?|pts?|pp)\s*$")
 #: the targets a file of cases may state, and the kind of each
 _TARGETS = {"median": "relative", "max": "relative", "points": "points"}
-_CASE_KEYS = ("name", "kind", "tolerance", "source", "expect", "model_file", "role")
+_CASE_KEYS = ("name", "kind", "tolerance", "source", "expect", "model_file", "role", "unpublished")
+#: at most this many combinations of swept unpublished inputs per case
+_MAX_SWEEP = 256
 #: the quantity kind of an output unit, where the output is in SI units of that kind
 _UNIT_KIND = {"s": "time", "B": "data", "1": "ratio"}
 _EXPECTED = {"time": 'a time such as "30 s"', "data": 'a data size such as "5 GB"',
@@ -213,6 +229,7 @@ class _Case:
     source: str
     model: Document
     expect: tuple[tuple[str, float, _Tolerance], ...]
+    unpublished: tuple[tuple[str, tuple], ...] = ()
 
 
 def _text(data: Mapping, key: str, default: str, where: str) -> str:
@@ -264,6 +281,7 @@ def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _
         if not tol.relative:
             _same_kind(key, unit, tol.kind, tol.text, f"{here}.expect.{key} tolerance", "the tolerance")
         expect.append((key, reported, tol))
+    unpublished = _parse_unpublished(data.get("unpublished"), f"{here}.unpublished")
     model = Document.of({k: v for k, v in data.items() if k not in _CASE_KEYS})
     model_file = data.get("model_file")
     if model_file is not None:
@@ -275,7 +293,39 @@ def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _
         if kind in MODEL_KINDS:   # the model file's own references are relative to it
             base_doc = expand(base_doc, MODEL_KINDS[kind].references, base=found.parent, where=str(found))
         model = Document.of(merge(base_doc, model))
-    return _Case(name, kind, role, source, model, tuple(expect))
+    return _Case(name, kind, role, source, model, tuple(expect), unpublished)
+
+
+def _parse_unpublished(raw: Any, where: str) -> tuple[tuple[str, tuple], ...]:
+    """``[unpublished]``: key (dotted for a table's field) -> list of values to sweep."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{where}={raw!r}: expected a table of inputs, each with a list of values, "
+                        "e.g. {{ micro_batch = [1, 2, 4] }}")
+    out, combos = [], 1
+    for key, values in raw.items():
+        if isinstance(values, dict):
+            raise SpecError(f"{where}.{key}: expected a list of values; write a table's field as a dotted "
+                            f"key in quotes, e.g. \"{key}.field\" = [0.0, 0.5]")
+        if not isinstance(values, list) or len(values) < 1 or any(isinstance(v, (dict, list)) for v in values):
+            raise SpecError(f"{where}.{key}={values!r}: expected a non-empty list of plain values to sweep")
+        combos *= len(values)
+        out.append((key, tuple(values)))
+    if combos > _MAX_SWEEP:
+        raise SpecError(f"{where}: {combos} combinations of swept inputs; expected at most {_MAX_SWEEP}")
+    return tuple(out)
+
+
+def _override(model: Document, key: str, value: Any) -> Document:
+    """The model with ``key`` (dotted for a table's field) set to ``value``."""
+    over: dict = {}
+    node = over
+    *path, last = key.split(".")
+    for part in path:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return Document.of(merge(model, over), model.origin)
 
 
 def _parse_targets(raw: Any, where: str) -> dict[str, float]:
@@ -317,11 +367,12 @@ def _parse_file(path: Path) -> tuple[list[_Case], dict[str, float]]:
 # --------------------------------------------------------------------------- running
 
 
-def _predict(case: _Case, path: Path) -> Mapping[str, Any]:
+def _predict(case: _Case, path: Path, model: Document | None = None) -> Mapping[str, Any]:
     where = f"{path.name}: case {case.name!r}"
+    model = case.model if model is None else model
     if case.kind in MODEL_KINDS:
-        return MODEL_KINDS[case.kind].evaluate_case(case.model, where=where, base=path.parent)
-    table = Table(case.model, where)
+        return MODEL_KINDS[case.kind].evaluate_case(model, where=where, base=path.parent)
+    table = Table(model, where)
     predicted = _USER[case.kind][0](table)
     table.finish()
     return predicted
@@ -334,6 +385,12 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         raise type(exc)(f"case {case.name!r} (kind {case.kind!r}): {exc}") from None
     if not isinstance(predicted, Mapping):
         raise MarkovsimError(f"case kind {case.kind!r} returned {type(predicted).__name__}; expected a dict")
+    swept = None
+    if case.unpublished:
+        # when the case's own plan exceeds the kind's memory check, that check cannot sort
+        # the sweep's points either: keep them all (and say so)
+        own_fits = "fits" not in predicted or float(np.asarray(predicted["fits"])) != 0.0
+        swept = _sweep(case, path, check_fits=own_fits)
     rows = []
     for output, reported, tol in case.expect:
         if output not in predicted:
@@ -341,11 +398,48 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
                             f"{output!r}; it predicts {', '.join(map(repr, predicted))}")
         value = float(np.asarray(predicted[output]))
         error = (value - reported) / abs(reported) if reported != 0 else math.nan
+        band = {}
+        if swept is not None:
+            points = [value] + [float(np.asarray(p[output])) for p in swept[0]]
+            band = dict(band_low=min(points), band_high=max(points),
+                        sweep_admits=any(tol.admits(p, reported) for p in points), sweep_points=len(points),
+                        sweep_infeasible=swept[1], sweep=swept[2])
         rows.append(CaseResult(case=case.name, kind=case.kind, output=output, reported=reported,
                                predicted=value, error=float(error), abs_error=abs(value - reported),
                                tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
-                               role=case.role, points=tol.points))
+                               role=case.role, points=tol.points, **band))
     return rows
+
+
+def _sweep(case: _Case, path: Path, *, check_fits: bool = True) -> tuple[list[Mapping[str, Any]], int, str]:
+    """The outputs at every combination of the case's swept unpublished inputs (the points
+    the kind marks infeasible, ``fits`` = 0, unless ``check_fits`` is false, and the
+    combinations it refuses as invalid
+    parameters, such as a schedule that does not tile, left out), how many were left out,
+    and the sweep as text."""
+    keys = [k for k, _ in case.unpublished]
+    found, infeasible = [], 0
+    for combo in itertools.product(*(v for _, v in case.unpublished)):
+        model = case.model
+        for key, value in zip(keys, combo):
+            model = _override(model, key, value)
+        try:
+            out = _predict(case, path, model)
+        except MarkovsimError as exc:
+            if getattr(exc, "refused_value", False) or (isinstance(exc, InvalidParameterError)
+                                                         and not isinstance(exc, TypeError)):
+                infeasible += 1    # a plan the model refuses (a schedule that does not tile): not plausible
+                continue
+            raise type(exc)(f"case {case.name!r}, unpublished inputs "
+                            f"{', '.join(f'{k}={v!r}' for k, v in zip(keys, combo))}: {exc}") from None
+        if check_fits and "fits" in out and float(np.asarray(out["fits"])) == 0.0:
+            infeasible += 1
+            continue
+        found.append(out)
+    text = "; ".join(f"{k} in {list(v)}" for k, v in case.unpublished)
+    if not check_fits:
+        text += "; memory not checked (the case's own plan exceeds the modelled memory)"
+    return found, infeasible, text
 
 
 def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:

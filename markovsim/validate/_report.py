@@ -33,6 +33,13 @@ class CaseResult:
         role: ``"check"``, ``"holdout"`` or ``"fit"`` (see :data:`ROLES`).
         points: the tolerance is in percentage points of a share (``"2 points"``): the row
             is summarised by its error in points, apart from the relative errors.
+        band_low, band_high: the smallest and largest prediction over the case's swept
+            unpublished inputs (the case's own value included; NaN without a sweep).
+        sweep_admits: whether some point of that sweep lies within tolerance (None without a
+            sweep): what an unpublished input allows, never evidence.
+        sweep_points: the feasible points of the sweep (the case's own value included).
+        sweep_infeasible: combinations left out because the kind marked them infeasible.
+        sweep: the swept inputs and their values, as text.
     """
 
     case: str
@@ -47,6 +54,12 @@ class CaseResult:
     source: str = ""
     role: str = "check"
     points: bool = False
+    band_low: float = math.nan
+    band_high: float = math.nan
+    sweep_admits: bool | None = None
+    sweep_points: int = 0
+    sweep_infeasible: int = 0
+    sweep: str = ""
 
 
 def _pct(x: float) -> str:
@@ -69,7 +82,11 @@ def _summary(rows) -> dict:
     pts = np.array([100.0 * r.abs_error for r in rows if r.points], dtype=float)
     pts = pts[np.isfinite(pts)]
     in_points = [r for r in rows if r.points]
-    return {"n": len(rows), "n_failed": sum(not r.passed for r in rows),
+    swept = [r for r in rows if r.sweep_admits is not None]
+    return {"n_swept": len(swept), "n_swept_admitted": sum(bool(r.sweep_admits) for r in swept),
+            "n_swept_failed": sum(not r.passed for r in swept),
+            "n_swept_failed_admitted": sum(bool(r.sweep_admits) and not r.passed for r in swept),
+            "n": len(rows), "n_failed": sum(not r.passed for r in rows),
             "median_error": float(np.median(e)) if e.size else math.nan,
             "max_error": float(np.max(e)) if e.size else math.nan,
             "n_points": len(in_points), "n_points_failed": sum(not r.passed for r in in_points),
@@ -86,6 +103,10 @@ def _line(label: str, s: dict) -> str:
         k = s["n_points"]
         text.append(f"{label}{k - s['n_points_failed']}/{k} shares within tolerance in points; error: "
                     f"median {s['median_points']:.2f} points, max {s['max_points']:.2f} points")
+    if s.get("n_swept"):
+        text.append(f"{label}{s['n_swept']} outputs with swept unpublished inputs: {s['n_swept_admitted']} within "
+                    f"tolerance at some point of the sweep ({s['n_swept_failed_admitted']} of the "
+                    f"{s['n_swept_failed']} outside tolerance; a band, not evidence)")
     return "\n".join(text)
 
 
@@ -93,11 +114,24 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _band(r: CaseResult) -> str:
+    """The band over the swept unpublished inputs, and whether some point of it is within
+    tolerance ("" without a sweep)."""
+    if r.sweep_admits is None:
+        return ""
+    combos = r.sweep_points - 1 + r.sweep_infeasible
+    return (f"{r.band_low:.4g}..{r.band_high:.4g}, {'a point' if r.sweep_admits else 'no point'} within "
+            f"tolerance ({r.sweep_points - 1}/{combos} points)")
+
+
 def _table(rows) -> list[str]:
     head = ("case", "output", "reported", "predicted", "error", "tolerance", "result")
     body = [(r.case, r.output, f"{r.reported:.6g}", f"{r.predicted:.6g}",
              f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error),
              r.tolerance, "ok" if r.passed else "FAIL") for r in rows]
+    if any(r.sweep_admits is not None for r in rows):
+        head = (*head, "unpublished inputs swept")
+        body = [(*b, _band(r)) for b, r in zip(body, rows)]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
     return lines + ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
@@ -203,12 +237,15 @@ class ValidationReport:
         """A markdown section: the targets with their verdicts, the summary, and the rows
         (evidence first, fit rows apart), each with its source; ``plot`` embeds an image."""
         def table(rows) -> list[str]:
-            out = ["| case | output | reported | predicted | error | tolerance | result |",
-                   "|---|---|---|---|---|---|---|"]
+            swept = any(r.sweep_admits is not None for r in rows)
+            out = ["| case | output | reported | predicted | error | tolerance | result |"
+                   + (" unpublished inputs swept |" if swept else ""),
+                   "|---|---|---|---|---|---|---|" + ("---|" if swept else "")]
             for r in rows:
                 err = f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error)
+                band = (f" {_md(_band(r))}{' (' + _md(r.sweep) + ')' if r.sweep else ''} |" if swept else "")
                 out.append(f"| {_md(r.case)} | {r.output} | {r.reported:.6g} | {r.predicted:.6g} | {err} | "
-                           f"{_md(r.tolerance)} | {'ok' if r.passed else '**FAIL**'} |")
+                           f"{_md(r.tolerance)} | {'ok' if r.passed else '**FAIL**'} |" + band)
             return out
 
         md = []
