@@ -62,6 +62,11 @@ class CaseResult:
     sweep: str = ""
 
 
+#: what each target of a file's ``[targets]`` measures
+_TARGET_NAMES = {"median": "median relative error", "max": "largest relative error",
+                 "points": "largest error of shares in points"}
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.2f} %" if math.isfinite(x) else "n/a"
 
@@ -216,8 +221,7 @@ class ValidationReport:
             lines.append(_line("holdout cases only: ", self.role_summary("holdout")))
         if any(r.role == "fit" for r in self.rows):
             lines.append(_line("fit cases (calibration, not evidence): ", self.role_summary("fit")))
-        names = {"median": "median relative error", "max": "largest relative error",
-                 "points": "largest error of shares in points"}
+        names = _TARGET_NAMES
         for v in self.target_verdicts():
             scale, unit = (100.0, " points") if v["target"] == "points" else (100.0, " %")
             got = "no row measures it" if v["met"] is None else (
@@ -251,8 +255,7 @@ class ValidationReport:
         md = []
         if self.targets:
             md += ["| target | limit | measured | verdict |", "|---|---|---|---|"]
-            names = {"median": "median relative error", "max": "largest relative error",
-                     "points": "largest error of shares"}
+            names = _TARGET_NAMES
             for v in self.target_verdicts():
                 unit = " points" if v["target"] == "points" else " %"
                 got = "n/a" if v["measured"] is None else f"{100 * v['measured']:.2f}{unit}"
