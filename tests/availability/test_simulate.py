@@ -90,3 +90,41 @@ def test_twin_matches_renewal_formula_when_restarts_fail_often():
     a = analyze(m)
     assert _inside(float(a.goodput), r.goodput.ci), (float(a.goodput), r.goodput.ci)
     assert _inside(float(a.unavailability), r.unavailability.ci), (float(a.unavailability), r.unavailability.ci)
+
+
+def test_warmup_counts_only_the_window_after_it():
+    """``warmup``: the estimates are the replicas' differences between the stopping points
+    after the warm-up and after warm-up + horizon, on the same random paths."""
+    import jax
+
+    from markovsim.availability._simulate import _RNG, _run
+
+    m = tiered(spares=SparePool(size=1, repair_time=4 * H, activation_time=60.0))
+    warm, horizon, seed = 20 * H, 3 * 86400.0, 11
+    r = simulate(m, replicas=16, horizon=horizon, dt=1.0, seed=seed, warmup=warm)
+    keys = jax.random.split(jax.random.key(seed, impl=_RNG), 16)
+    end = {k: np.asarray(v) for k, v in _run(m, keys, warm + horizon, 1.0).items()}
+    start = {k: np.asarray(v) for k, v in _run(m, keys, warm, 1.0).items()}
+    work, time = end["work"] - start["work"], end["t_credit"] - start["t_credit"]
+    assert (time > 0).all() and (work > 0).all()
+    assert r.goodput.mean == pytest.approx(work.sum() / time.sum(), rel=1e-12)
+    np.testing.assert_allclose(r.replica_goodput, work / time, rtol=1e-12)
+    down, events = end["down"] - start["down"], end["t_event"] - start["t_event"]
+    assert r.unavailability.mean == pytest.approx(down.sum() / events.sum(), rel=1e-12)
+    # no warm-up: the same as before the keyword existed
+    plain = simulate(m, replicas=16, horizon=horizon, dt=1.0, seed=seed)
+    assert plain.goodput.mean == pytest.approx(end_plain := float(
+        np.sum(np.asarray(_run(m, keys, horizon, 1.0)["work"])) /
+        np.sum(np.asarray(_run(m, keys, horizon, 1.0)["t_credit"]))), rel=1e-12), end_plain
+
+
+def test_warmup_refuses_bad_values_and_flags_an_empty_window():
+    m = single_tier_model(3000.0, 100.0, 20000.0, 300.0)
+    with pytest.raises(markovsim.InvalidParameterError, match="warmup"):
+        simulate(m, warmup=-1.0)
+    # a horizon shorter than one checkpoint interval after the warm-up: a replica has no
+    # durable save in its window
+    r = simulate(m, replicas=8, horizon=1.0, dt=1.0, warmup=86400.0, throw=False)
+    assert r.status is markovsim.ResultStatus.NOT_CONVERGED
+    with pytest.raises(markovsim.SolverError, match="after the warm-up"):
+        simulate(m, replicas=8, horizon=1.0, dt=1.0, warmup=86400.0)
