@@ -194,7 +194,11 @@ class ValidationReport:
         return self.n_failed == 0
 
     def role_summary(self, role: str) -> dict:
-        """``{"n", "n_failed", "median_error", "max_error"}`` of the rows of one role."""
+        """The summary of the rows of one role: ``n``, ``n_failed``, ``median_error`` and
+        ``max_error`` (relative, rows in points excluded); ``n_points``, ``n_points_failed``,
+        ``median_points``, ``max_points`` (rows with a tolerance in points); ``n_swept``,
+        ``n_swept_admitted``, ``n_swept_failed``, ``n_swept_failed_admitted`` (rows with swept
+        unpublished inputs)."""
         return _summary([r for r in self.rows if r.role == role])
 
     def target_verdicts(self) -> list[dict]:
