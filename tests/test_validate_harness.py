@@ -468,3 +468,23 @@ def test_a_typo_in_a_swept_key_is_an_error_naming_the_sweep_point(tmp_path):
         '"unit.mttr" = [1]', "micro_batchh = [1, 2]").replace("availability = 0.9", 'step_time_s = "10 s"')
     with pytest.raises(ms.SpecError, match=r"unpublished inputs micro_batchh=1: .*micro_batchh"):
         validate_cases(write(tmp_path, text))
+
+
+def test_a_plan_over_the_modelled_memory_is_flagged_on_every_row(tmp_path):
+    """A kind that checks memory and says the case's own plan does not fit: the prediction is
+    still compared, and flagged (the table, the markdown and the row say so)."""
+    register_case_kind("tight_unit", lambda model: {**toy_unit(model), "fits": 0.0})
+    report = validate_cases(write(tmp_path, """
+        kind = "tight_unit"
+        tolerance = "1 %"
+        unit = { mtbf = "9 h", mttr = "1 h" }
+        [expect]
+        availability = 0.9
+        """))
+    [row] = report.rows
+    assert row.passed and "exceeds the modelled memory" in row.note
+    assert "flagged: cases.toml: the plan exceeds the modelled memory" in report.format_table()
+    assert "| ok (flagged) |" in report.to_markdown()
+    plain = validate_cases(write(tmp_path, 'kind = "toy_unit"\ntolerance = "1 %"\nunit = { mtbf = "9 h", '
+                                           'mttr = "1 h" }\n[expect]\navailability = 0.9\n'))
+    assert plain.rows[0].note == "" and "flagged" not in plain.format_table()

@@ -385,6 +385,11 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         raise type(exc)(f"case {case.name!r} (kind {case.kind!r}): {exc}") from None
     if not isinstance(predicted, Mapping):
         raise MarkovsimError(f"case kind {case.kind!r} returned {type(predicted).__name__}; expected a dict")
+    # a kind that checks memory (``fits``) and finds the case's own plan over it: the
+    # prediction assumes a plan the model itself says cannot run; flag every row
+    note = ""
+    if "fits" in predicted and float(np.asarray(predicted["fits"])) == 0.0:
+        note = "the plan exceeds the modelled memory (fits = 0); predicted as if it ran"
     swept = None
     if case.unpublished:
         # when the case's own plan exceeds the kind's memory check, that check cannot sort
@@ -407,7 +412,7 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         rows.append(CaseResult(case=case.name, kind=case.kind, output=output, reported=reported,
                                predicted=value, error=float(error), abs_error=abs(value - reported),
                                tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
-                               role=case.role, points=tol.points, **band))
+                               role=case.role, points=tol.points, note=note, **band))
     return rows
 
 

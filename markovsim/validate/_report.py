@@ -40,6 +40,8 @@ class CaseResult:
         sweep_points: the feasible points of the sweep (the case's own value included).
         sweep_infeasible: combinations left out because the kind marked them infeasible.
         sweep: the swept inputs and their values, as text.
+        note: a flag on the prediction (e.g. the case's plan exceeds the memory the model
+            computes: the prediction assumes a plan the model says cannot run); "" if none.
     """
 
     case: str
@@ -60,6 +62,7 @@ class CaseResult:
     sweep_points: int = 0
     sweep_infeasible: int = 0
     sweep: str = ""
+    note: str = ""
 
 
 #: what each target of a file's ``[targets]`` measures
@@ -139,7 +142,17 @@ def _table(rows) -> list[str]:
         body = [(*b, _band(r)) for b, r in zip(body, rows)]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
-    return lines + ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return lines + _notes(rows)
+
+
+def _notes(rows) -> list[str]:
+    """One line per case whose prediction carries a flag."""
+    seen = {}
+    for r in rows:
+        if r.note:
+            seen.setdefault(r.case, r.note)
+    return [f"  flagged: {case}: {note}" for case, note in seen.items()]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,9 +265,10 @@ class ValidationReport:
             for r in rows:
                 err = f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error)
                 band = (f" {_md(_band(r))}{' (' + _md(r.sweep) + ')' if r.sweep else ''} |" if swept else "")
+                flag = " (flagged)" if r.note else ""
                 out.append(f"| {_md(r.case)} | {r.output} | {r.reported:.6g} | {r.predicted:.6g} | {err} | "
-                           f"{_md(r.tolerance)} | {'ok' if r.passed else '**FAIL**'} |" + band)
-            return out
+                           f"{_md(r.tolerance)} | {'ok' if r.passed else '**FAIL**'}{flag} |" + band)
+            return out + ([""] + [f"- {_md(x.strip())}" for x in _notes(rows)] if _notes(rows) else [])
 
         md = []
         if self.targets:
