@@ -177,7 +177,8 @@ def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel 
                        on_bound, kernels, tuple(r.name for r in runs), tuple(map(float, fit.fun)), bool(fit.success))
 
 
-_META = ("name", "kind", "tolerance", "source", "expect", "role", "linearity", "unpublished")  # the case keys of markovsim.validate that are not the plan
+#: the keys of a validation case (markovsim.validate) that are not the plan
+_META = ("name", "kind", "tolerance", "source", "expect", "role", "linearity", "unpublished")
 
 
 def _value(value, output: str, where: str) -> float:

@@ -278,7 +278,8 @@ class ValidationReport:
                 unit = " points" if v["target"] == "points" else " %"
                 got = "n/a" if v["measured"] is None else f"{100 * v['measured']:.2f}{unit}"
                 verdict = "no row" if v["met"] is None else ("met" if v["met"] else "**missed**")
-                md.append(f"| {names[v['target']]} ({v['rows']} rows) | {100 * v['limit']:g}{unit} | {got} | {verdict} |")
+                md.append(f"| {names[v['target']]} ({v['rows']} rows) | {100 * v['limit']:g}{unit} | {got} "
+                          f"| {verdict} |")
             md.append("")
         md += ["```", self.summary(), "```", ""]
         if plot:
