@@ -488,3 +488,51 @@ def test_a_plan_over_the_modelled_memory_is_flagged_on_every_row(tmp_path):
     plain = validate_cases(write(tmp_path, 'kind = "toy_unit"\ntolerance = "1 %"\nunit = { mtbf = "9 h", '
                                            'mttr = "1 h" }\n[expect]\navailability = 0.9\n'))
     assert plain.rows[0].note == "" and "flagged" not in plain.format_table()
+
+
+SUITE = ROOT / "models" / "cases" / "gpu_training_runs.toml"
+
+
+def _mt_nlg_file(first_role, head):
+    """The suite's three MT-NLG cases as a case file under ``head``, the first with ``first_role``."""
+    blocks = [b for b in SUITE.read_text().split("\n[[case]]\n") if b.startswith('name = "MT-NLG')]
+    assert len(blocks) == 3 and all('role = "holdout"' in b for b in blocks)
+    blocks[0] = blocks[0].replace('role = "holdout"', f'role = "{first_role}"')
+    return head + "\n" + "".join("\n[[case]]\n" + b for b in blocks)
+
+
+def test_calibrate_then_validate_in_one_file(tmp_path):
+    """[calibrate] fits the named constants on the fit cases first: one fit run and one
+    constant reproduce that run, and the held-out runs are predicted with the fitted value."""
+    plain = validate_cases(write(tmp_path, _mt_nlg_file("holdout", 'tolerance = "10 %"')))
+    text = _mt_nlg_file("fit", 'tolerance = "10 %"\n[calibrate]\nparams = ["gemm_peak_fraction"]')
+    report = validate_cases(write(tmp_path, text))
+    [cal] = report.calibrations
+    assert cal["hardware"] == "NVIDIA A100 SXM4 80GB" and cal["runs"] == 1 and math.isnan(cal["spread"][0])
+    fitted = [r for r in report.rows if r.role == "fit"]
+    assert [r.output for r in fitted] == ["step_time_s"] and abs(fitted[0].error) < 1e-3
+    # MT-NLG is slower than the fit runs of the preset: the constant falls, every time rises
+    assert cal["values"][0] < load_a100_gemm()
+    held = [r for r in report.rows if r.role == "holdout" and r.output == "step_time_s"]
+    before = {r.case: r for r in plain.rows if r.output == "step_time_s"}
+    assert held and all(r.predicted > 1.1 * before[r.case].predicted for r in held)
+    assert "calibrated first on the fit cases: NVIDIA A100 SXM4 80GB: gemm_peak_fraction = " in report.summary()
+    assert report.to_dict()["calibrations"][0]["runs"] == 1
+
+
+def load_a100_gemm():
+    from markovsim.training import load_hardware
+
+    return load_hardware("a100_sxm_80gb").kernels.gemm_peak_fraction
+
+
+@pytest.mark.parametrize("head, match", [
+    ('[calibrate]\nparams = ["gemm_speed"]', r"calibrate.params: unknown constant\(s\) 'gemm_speed'"),
+    ('[calibrate]\nparams = []', r"calibrate.params=\[\]: expected a non-empty list"),
+    ('[calibrate]\nparam = ["gemm_peak_fraction"]', r"expected a table with one key, params"),
+    ('[calibrate]\nparams = ["gemm_peak_fraction"]', r"\[calibrate\]: .*needs cases with role = \"fit\""),
+])
+def test_bad_calibrate_tables_are_refused_by_name(tmp_path, head, match):
+    text = _mt_nlg_file("holdout", 'tolerance = "10 %"\n' + head)
+    with pytest.raises(ms.MarkovsimError, match=match):
+        validate_cases(write(tmp_path, text))

@@ -83,6 +83,8 @@ from ._calibrate import (
     Calibration as Calibration,
     Run as Run,
     calibrate as calibrate,
+    calibrate_cases as calibrate_cases,
+    kernels_table as kernels_table,
     predict as predict,
     ROLES as ROLES,
     runs_from_cases as runs_from_cases,
@@ -136,7 +138,8 @@ __all__ = [
     "implied_exposed_share", "pipeline_makespans",
 ]
 __all__ += ["hardware_from_document", "plan_from_document", "workload_from_document"]
-__all__ += ["DEFAULT_BOUNDS", "Calibration", "ROLES", "Run", "calibrate", "predict", "runs_from_cases"]
+__all__ += ["DEFAULT_BOUNDS", "Calibration", "ROLES", "Run", "calibrate", "calibrate_cases", "kernels_table", "predict",
+            "runs_from_cases"]
 
 from ._outputs import (  # noqa: E402
     MODEL_KIND as MODEL_KIND,

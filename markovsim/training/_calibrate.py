@@ -32,7 +32,8 @@ from ._hardware import KERNEL_PARAMETERS, KernelModel
 from ._spec import PlanSpec, plan_from_document
 from ._step import step_time
 
-__all__ = ["Run", "Calibration", "calibrate", "runs_from_cases", "predict", "DEFAULT_BOUNDS", "ROLES"]
+__all__ = ["Run", "Calibration", "calibrate", "runs_from_cases", "predict", "DEFAULT_BOUNDS", "ROLES",
+           "calibrate_cases", "kernels_table"]
 
 #: the roles a case may have (as in :mod:`markovsim.validate`)
 ROLES = ("fit", "holdout", "check")
@@ -214,3 +215,37 @@ def runs_from_cases(path: str | Path, *, role: str = "fit") -> list[Run]:
             runs.append(Run(f"{case.get('name', where)} [{output}]", spec, output,
                             _value(value, output, f"{where}.expect.{output}"), case.get("source", ""), role))
     return runs
+
+
+def calibrate_cases(path: str | Path, params: Sequence[str]) -> list[Calibration]:
+    """:func:`calibrate` on the ``fit`` cases of a case file, one fit per accelerator.
+
+    Args:
+        path: the case file; its ``train`` cases with ``role = "fit"`` are the runs.
+        params: the constants to fit (names from :data:`~markovsim.training.KERNEL_PARAMETERS`).
+
+    Returns:
+        one :class:`Calibration` per accelerator that has fit runs, in the order of their
+        first fit case.
+
+    Raises:
+        InvalidParameterError: no fit case, or a fit the parameters cannot be made on.
+    """
+    runs = runs_from_cases(path, role="fit")
+    if not runs:
+        raise InvalidParameterError(f"{Path(path).name}: [calibrate] needs cases with role = \"fit\" (kind \"train\")")
+    groups: dict[str, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(r.spec.hardware.name, []).append(r)
+    return [calibrate(group, params) for group in groups.values()]
+
+
+def kernels_table(kernels: KernelModel) -> dict:
+    """A :class:`KernelModel` as the ``[kernels]`` table of a hardware file (every constant,
+    ``step_overhead`` with its unit)."""
+    out = {}
+    for f in dataclasses.fields(KernelModel):
+        value = float(getattr(kernels, f.name))
+        out["step_overhead" if f.name == "step_overhead_s" else f.name] = (
+            f"{value!r} s" if f.name == "step_overhead_s" else value)
+    return out

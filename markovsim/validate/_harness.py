@@ -73,6 +73,16 @@ A file of cases may state the accuracy it is held to, before any case runs::
 
 The summary then says, for each target, the measured value and whether it is met: a verdict
 computed from the numbers (:meth:`ValidationReport.target_verdicts`).
+
+Calibrate, then validate, in one run: a ``[calibrate]`` table names kernel constants of the
+training model (:data:`~markovsim.training.KERNEL_PARAMETERS`) to fit on the file's
+``role = "fit"`` cases of kind ``train`` first, one fit per accelerator
+(:func:`~markovsim.training.calibrate_cases`); every ``train`` case on a calibrated
+accelerator is then predicted with the fitted constants, and the report lists each fit
+(value, standard error, whether on a bound, rms log error)::
+
+    [calibrate]
+    params = ["gemm_peak_fraction"]   # e.g. one efficiency of your software stack, from your own runs
 """
 
 from __future__ import annotations
@@ -87,7 +97,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .._errors import InvalidParameterError, MarkovsimError, SpecError
-from .._io import Document, ModelKind, Table, expand, merge, parse_quantity, quantity_kind, read_document, resolve
+from .._io import (Document, ModelKind, Table, expand, merge, parse_quantity, quantity_kind, read_document, reference,
+                   resolve)
 from .._io._table import _NUM
 from ..availability import MODEL_KIND as _GOODPUT
 from ..inference import MODEL_KIND as _INFER
@@ -302,7 +313,7 @@ def _parse_unpublished(raw: Any, where: str) -> tuple[tuple[str, tuple], ...]:
         return ()
     if not isinstance(raw, dict) or not raw:
         raise SpecError(f"{where}={raw!r}: expected a table of inputs, each with a list of values, "
-                        "e.g. {{ micro_batch = [1, 2, 4] }}")
+                        "e.g. { micro_batch = [1, 2, 4] }")
     out, combos = [], 1
     for key, values in raw.items():
         if isinstance(values, dict):
@@ -346,22 +357,66 @@ def _parse_targets(raw: Any, where: str) -> dict[str, float]:
     return out
 
 
-def _parse_file(path: Path) -> tuple[list[_Case], dict[str, float]]:
+def _parse_calibrate(raw: Any, where: str) -> tuple[str, ...]:
+    """``[calibrate]``: ``params``, the kernel constants to fit on the fit cases."""
+    from ..training import KERNEL_PARAMETERS
+
+    if not isinstance(raw, dict) or set(raw) != {"params"}:
+        raise SpecError(f"{where}={raw!r}: expected a table with one key, params = [names], e.g. "
+                        "{ params = [\"gemm_peak_fraction\"] }")
+    params = raw["params"]
+    if (not isinstance(params, list) or not params or not all(isinstance(p, str) for p in params)
+            or len(set(params)) != len(params)):
+        raise SpecError(f"{where}.params={params!r}: expected a non-empty list of distinct names")
+    unknown = [p for p in params if p not in KERNEL_PARAMETERS]
+    if unknown:
+        raise SpecError(f"{where}.params: unknown constant(s) {', '.join(map(repr, unknown))}; expected names from "
+                        f"{', '.join(KERNEL_PARAMETERS)}")
+    return tuple(params)
+
+
+def _parse_file(path: Path) -> tuple[list[_Case], dict[str, float], tuple[str, ...]]:
     data = read_document(path)
     targets = _parse_targets(data["targets"], f"{path.name}: targets") if "targets" in data else {}
+    params = _parse_calibrate(data["calibrate"], f"{path.name}: calibrate") if "calibrate" in data else ()
     if "case" in data:
         cases = data["case"]
-        extra = set(data) - {"case", "tolerance", "targets"}
+        extra = set(data) - {"case", "tolerance", "targets", "calibrate"}
         if extra:
             raise SpecError(f"{path}: unknown top-level key(s) {', '.join(map(repr, sorted(extra)))} in a "
-                            "file of [[case]] tables; expected only 'tolerance' and 'targets' beside them")
+                            "file of [[case]] tables; expected only 'tolerance', 'targets' and 'calibrate' "
+                            "beside them")
         if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases) or not cases:
             raise SpecError(f"{path}: 'case' must be an array of tables ([[case]])")
         default = data.get("tolerance", ...)
-        return [_parse_case(c, default, f"{path.name}: case[{i}]", path) for i, c in enumerate(cases)], targets
-    if targets:
-        raise SpecError(f"{path}: 'targets' needs a file of [[case]] tables")
-    return [_parse_case(dict(data), ..., f"{path.name}", path)], targets
+        parsed = [_parse_case(c, default, f"{path.name}: case[{i}]", path) for i, c in enumerate(cases)]
+        return parsed, targets, params
+    if targets or params:
+        raise SpecError(f"{path}: 'targets' and 'calibrate' need a file of [[case]] tables")
+    return [_parse_case(dict(data), ..., f"{path.name}", path)], targets, params
+
+
+def _calibrated(cases: list[_Case], path: Path, params: tuple[str, ...]) -> tuple[list[_Case], list]:
+    """Fit ``params`` on the fit cases (one fit per accelerator) and give every ``train``
+    case on a calibrated accelerator the fitted kernel constants."""
+    from ..training import calibrate_cases, kernels_table
+
+    try:
+        fits = calibrate_cases(path, params)
+    except MarkovsimError as exc:
+        raise type(exc)(f"{path.name}: [calibrate]: {exc}") from None
+    by_name = {c.hardware: kernels_table(c.kernels) for c in fits}
+    out = []
+    for case in cases:
+        hw = case.model.get("hardware") if case.kind == "train" else None
+        if hw is not None:
+            found = reference(hw, folder="hardware", base=path.parent, where=f"{path.name}: case {case.name!r}.hardware")
+            table = by_name.get(found.get("name"))
+            if table is not None:
+                over = merge(hw, {"kernels": table}) if isinstance(hw, Mapping) else {"file": hw, "kernels": table}
+                case = dataclasses.replace(case, model=Document.of({**case.model, "hardware": over}, case.model.origin))
+        out.append(case)
+    return out, fits
 
 
 # --------------------------------------------------------------------------- running
@@ -470,10 +525,16 @@ def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
     path = Path(path)
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, expected a case file (TOML)")
-    cases, targets = _parse_file(path)
+    cases, targets, params = _parse_file(path)
+    fits = []
+    if params:
+        cases, fits = _calibrated(cases, path, params)
     rows: list[CaseResult] = []
     for done, case in enumerate(cases, 1):
         rows.extend(_run_case(case, path))
         if progress is not None:
             progress(done, len(cases))
-    return ValidationReport(path=str(path), rows=tuple(rows), targets=targets)
+    calibrations = tuple({"hardware": c.hardware, "params": c.params, "values": c.values, "spread": c.spread,
+                          "on_bound": c.on_bound, "runs": len(c.runs), "rms_log_error": c.rms_log_error,
+                          "success": c.success} for c in fits)
+    return ValidationReport(path=str(path), rows=tuple(rows), targets=targets, calibrations=calibrations)

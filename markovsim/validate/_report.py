@@ -118,6 +118,15 @@ def _line(label: str, s: dict) -> str:
     return "\n".join(text)
 
 
+def _calibration_line(c: dict) -> str:
+    values = ", ".join(f"{p} = {v:.4g} +- {s:.2g}{' (on a bound)' if b else ''}"
+                       for p, v, s, b in zip(c["params"], c["values"], c["spread"], c["on_bound"]))
+    ok = "" if c["success"] else "; the optimiser did not report convergence"
+    runs = f"{c['runs']} run" + ("s" if c["runs"] != 1 else "")
+    return (f"calibrated first on the fit cases: {c['hardware']}: {values} ({runs}, rms log error "
+            f"{c['rms_log_error']:.4f}{ok})")
+
+
 def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -169,11 +178,15 @@ class ValidationReport:
         rows: one :class:`CaseResult` per reported output.
         targets: the accuracy the file states (``median``, ``max`` as ratios, ``points`` in
             shares); judged on the holdout rows, or the evidence when there are none.
+        calibrations: the fits a ``[calibrate]`` table made before the cases ran, one dict
+            per accelerator: ``hardware``, ``params``, ``values``, ``spread`` (standard
+            errors), ``on_bound``, ``runs``, ``rms_log_error``, ``success``.
     """
 
     path: str
     rows: tuple[CaseResult, ...]
     targets: dict = dataclasses.field(default_factory=dict)
+    calibrations: tuple = ()
 
     @property
     def evidence(self) -> tuple[CaseResult, ...]:
@@ -233,7 +246,8 @@ class ValidationReport:
         """How many outputs passed, median and maximum relative error (of the evidence; the
         holdout and fit rows each on their own line when there are any; shares with a
         tolerance in points on lines of their own), then each stated target with its verdict."""
-        lines = [_line("", _summary(self.evidence))]
+        lines = [_calibration_line(c) for c in self.calibrations]
+        lines.append(_line("", _summary(self.evidence)))
         if any(r.role == "holdout" for r in self.rows):
             lines.append(_line("holdout cases only: ", self.role_summary("holdout")))
         if any(r.role == "fit" for r in self.rows):
@@ -300,7 +314,9 @@ class ValidationReport:
         return {"path": self.path,
                 "rows": [{k: _clean(v) for k, v in dataclasses.asdict(r).items()} for r in self.rows],
                 "summary": {k: _clean(v) for k, v in _summary(self.evidence).items()},
-                "by_role": by_role, "targets": self.target_verdicts()}
+                "by_role": by_role, "targets": self.target_verdicts(),
+                "calibrations": [{k: (list(map(_clean, v)) if isinstance(v, tuple) else _clean(v)) for k, v in c.items()}
+                                 for c in self.calibrations]}
 
     def __str__(self) -> str:
         return self.format_table()
