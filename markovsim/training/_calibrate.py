@@ -231,6 +231,9 @@ def calibrate_cases(path: str | Path, params: Sequence[str]) -> list[Calibration
     Raises:
         InvalidParameterError: no fit case, or a fit the parameters cannot be made on.
     """
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or not all(
+            isinstance(p, str) for p in params):
+        raise InvalidParameterError(f"params={params!r}: expected a list of names from {', '.join(KERNEL_PARAMETERS)}")
     runs = runs_from_cases(path, role="fit")
     if not runs:
         raise InvalidParameterError(f"{Path(path).name}: [calibrate] needs cases with role = \"fit\" (kind \"train\")")
@@ -243,6 +246,8 @@ def calibrate_cases(path: str | Path, params: Sequence[str]) -> list[Calibration
 def kernels_table(kernels: KernelModel) -> dict:
     """A :class:`KernelModel` as the ``[kernels]`` table of a hardware file (every constant,
     ``step_overhead`` with its unit)."""
+    if not isinstance(kernels, KernelModel):
+        raise InvalidParameterError(f"kernels={kernels!r}: expected a KernelModel (e.g. Calibration.kernels)")
     out = {}
     for f in dataclasses.fields(KernelModel):
         value = float(getattr(kernels, f.name))

@@ -225,6 +225,10 @@ _GOOD.update({
     "times": lambda: np.array([1.0, 5.0, 9.0, 20.0]), "duration": lambda: 86400.0,
     "days": lambda: 54.0, "reported": lambda: 419.0,
 })
+_GOOD_FOR["markovsim.training.calibrate_cases"] = {  # a reader with a second argument: the API part only
+    "path": lambda: _shipped("cases", "gpu_training_runs"), "params": lambda: ["gemm_peak_fraction"]}
+_GOOD_FOR["markovsim.training.kernels_table"] = {
+    "kernels": lambda: __import__("markovsim.training", fromlist=["x"]).KernelModel()}
 _GOOD_FOR["markovsim.training.scaling_curve"] = {"plan": lambda: plan_spec().plan, "cards": lambda: [64, 128]}
 _GOOD_FOR["markovsim.training.linearity_band"] = {
     "plan": lambda: plan_spec().plan, "base_cards": lambda: 64, "cards": lambda: 128,
