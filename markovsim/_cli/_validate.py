@@ -29,8 +29,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
             maximum error). Cases with role = "fit" are listed apart (never evidence); cases
             with role = "holdout" are also summarised on their own; outputs with a tolerance
             in points ("2 points") are summarised by their error in points; a [targets] table
-            (median, max, points) ends the summary with a verdict per target. --plot draws
-            predicted against reported.
+            (median, max, points) ends the summary with a verdict per target; a [calibrate]
+            table (params = [...]) fits those kernel constants on the fit cases first;
+            [case.unpublished] sweeps an input the source does not publish and shows the band.
+            --plot draws predicted against reported.
 
             Case kinds: {', '.join(CASE_KINDS)}. References in a case (cluster =
             "x.toml", model_file) are relative to the case file; bare names are the shipped
