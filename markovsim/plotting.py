@@ -252,6 +252,12 @@ def plot_validation_errors(report, *, ax=None):
     ax.set_yticklabels([f"{short(r.case)} [{r.output}]" for r in rows], fontsize=6)
     ax.set_xlabel("predicted - reported: relative error (%), or points for shares")
     ax.legend(fontsize="x-small", loc="lower right")
+    # one line per row: grow a figure too small to hold them (never shrink one)
+    fig = ax.figure
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(max(w, 9.0), max(h, 0.2 * len(rows) + 1.5))
+    if fig.get_layout_engine() is None:   # a figure with its own layout engine keeps it
+        fig.tight_layout()
     return ax
 
 

@@ -184,6 +184,27 @@ def test_validation_plot():
     assert len(ax.collections) == 2 and len(ax.get_lines()) == 1
 
 
+def test_validation_error_plot_puts_each_row_at_its_error():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from markovsim import plotting
+
+    rows = (CaseResult("a", "k", "step_time_s", 10.0, 11.0, 0.1, 1.0, "5 %", False, role="holdout"),
+            CaseResult("b", "k", "linearity", 0.90, 0.93, 0.0333, 0.03, "2 points", False, role="holdout",
+                       points=True),
+            CaseResult("c", "k", "mfu", 0.5, 0.49, -0.02, 0.01, "5 %", True, role="fit"))
+    ax = plotting.plot_validation_errors(ValidationReport("f.toml", rows, targets={"max": 0.1, "points": 0.02}))
+    found = {}
+    for c in ax.collections:
+        for x, y in c.get_offsets():
+            found.setdefault(round(float(y)), set()).add(round(float(x), 9))
+    # rows top to bottom: a (+10 %), b (+3 points), c (-2 %); the two failed rows circled too
+    assert found == {2: {10.0}, 1: {3.0}, 0: {-2.0}}
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a [step_time_s]", "b [linearity]", "c [mfu]"]
+    assert ax.figure.get_size_inches()[1] >= 0.2 * 3 + 1.5
+
+
 # --------------------------------------------------------------------------- roles, units, references
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]

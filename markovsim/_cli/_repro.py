@@ -67,7 +67,7 @@ def _validations(out: Path) -> list:
     done = []
     for name, title in VALIDATION_SUITES:
         report = validate.validate_cases(shipped_dir("models") / "cases" / name)
-        fig, ax = plt.subplots(figsize=(9, 0.22 * len(report.rows) + 1.5))
+        fig, ax = plt.subplots()
         plot_validation_errors(report, ax=ax)
         ax.set_title(f"{name}: predicted against reported")
         fig.tight_layout()

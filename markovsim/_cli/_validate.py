@@ -32,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
             (median, max, points) ends the summary with a verdict per target; a [calibrate]
             table (params = [...]) fits those kernel constants on the fit cases first;
             [case.unpublished] sweeps an input the source does not publish and shows the band.
-            --plot draws predicted against reported.
+            --plot draws predicted against reported (each row's error when the outputs differ).
 
             Case kinds: {', '.join(CASE_KINDS)}. References in a case (cluster =
             "x.toml", model_file) are relative to the case file; bare names are the shipped
@@ -75,9 +75,12 @@ def run(args) -> int:
                                      for r in report.rows], force=args.force)
     if args.plot:
         def draw(ax):
-            from ..plotting import plot_validation
+            from ..plotting import plot_validation, plot_validation_errors
 
-            plot_validation(report, ax=ax)
+            # outputs of several kinds (seconds, MFU, TFLOP/s) do not share one axis: draw
+            # each row's error instead of predicted against reported
+            mixed = len({r.output for r in report.rows}) > 1
+            (plot_validation_errors if mixed else plot_validation)(report, ax=ax)
             ax.set_title(Path(report.path).name)
 
         c.save_plot(args.plot, draw, force=args.force)
