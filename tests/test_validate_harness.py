@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -557,3 +558,17 @@ def test_bad_calibrate_tables_are_refused_by_name(tmp_path, head, match):
     text = _mt_nlg_file("holdout", 'tolerance = "10 %"\n' + head)
     with pytest.raises(ms.MarkovsimError, match=match):
         validate_cases(write(tmp_path, text))
+
+
+def test_a_swept_field_behind_a_reference_keeps_the_reference(tmp_path):
+    """``"hardware.kernels.gemm_peak_fraction"`` on ``hardware = "a100_sxm_80gb"``: the
+    preset with that field changed (the reference rule's ``{file = ..., ...}``)."""
+    blocks = [b for b in SUITE.read_text().split("\n[[case]]\n") if b.startswith('name = "MT-NLG')]
+    case = re.sub(r"\[case.unpublished\][^\n]*\n(?:[^\[\n][^\n]*\n)*", "", blocks[0])   # its own sweep out
+    case = case.replace("[case.expect]", '[case.unpublished]\n"hardware.kernels.gemm_peak_fraction" = '
+                                         '[0.5, 0.7289]\n[case.expect]')
+    report = validate_cases(write(tmp_path, 'tolerance = "10 %"\n[[case]]\n' + case))
+    [row] = report.rows
+    assert row.sweep_points == 3 and row.sweep_infeasible == 0
+    # the preset's own value reproduces the prediction; a lower GEMM fraction is slower
+    assert row.band_low == pytest.approx(row.predicted, rel=1e-12) and row.band_high > 1.2 * row.predicted

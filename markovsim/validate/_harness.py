@@ -329,12 +329,18 @@ def _parse_unpublished(raw: Any, where: str) -> tuple[tuple[str, tuple], ...]:
 
 
 def _override(model: Document, key: str, value: Any) -> Document:
-    """The model with ``key`` (dotted for a table's field) set to ``value``."""
+    """The model with ``key`` (dotted for a table's field) set to ``value``. A reference on
+    the way (``hardware = "a100_sxm_80gb"``) becomes ``{file = ..., <field> = value}``, the
+    reference rule's form for a file with changes."""
     over: dict = {}
-    node = over
+    node, here = over, model
     *path, last = key.split(".")
     for part in path:
+        existing = here.get(part) if isinstance(here, Mapping) else None
         node = node.setdefault(part, {})
+        if isinstance(existing, str):
+            node["file"] = existing
+        here = existing
     node[last] = value
     return Document.of(merge(model, over), model.origin)
 
