@@ -478,11 +478,10 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
 
 
 def _sweep(case: _Case, path: Path, *, check_fits: bool = True) -> tuple[list[Mapping[str, Any]], int, str]:
-    """The outputs at every combination of the case's swept unpublished inputs (the points
-    the kind marks infeasible, ``fits`` = 0, unless ``check_fits`` is false, and the
-    combinations it refuses as invalid
-    parameters, such as a schedule that does not tile, left out), how many were left out,
-    and the sweep as text."""
+    """The outputs at every combination of the case's swept unpublished inputs, how many
+    combinations were left out, and the sweep as text. Left out: the points the kind marks
+    infeasible (``fits`` = 0; not when ``check_fits`` is false) and the combinations it
+    refuses as invalid parameters (a schedule that does not tile)."""
     keys = [k for k, _ in case.unpublished]
     found, infeasible = [], 0
     for combo in itertools.product(*(v for _, v in case.unpublished)):
