@@ -572,3 +572,14 @@ def test_a_swept_field_behind_a_reference_keeps_the_reference(tmp_path):
     assert row.sweep_points == 3 and row.sweep_infeasible == 0
     # the preset's own value reproduces the prediction; a lower GEMM fraction is slower
     assert row.band_low == pytest.approx(row.predicted, rel=1e-12) and row.band_high > 1.2 * row.predicted
+
+
+def test_a_case_the_calibration_does_not_reach_is_flagged(tmp_path):
+    """[calibrate] fits per accelerator: a case on another accelerator keeps its hardware
+    file's constants, and says so."""
+    text = _mt_nlg_file("fit", 'tolerance = "10 %"\n[calibrate]\nparams = ["gemm_peak_fraction"]')
+    other = [b for b in SUITE.read_text().split("\n[[case]]\n") if b.startswith('name = "NeMo 24.07')]
+    report = validate_cases(write(tmp_path, text + "\n[[case]]\n" + other[0]))
+    nemo = [r for r in report.rows if r.case.startswith("NeMo")]
+    assert nemo and all("not calibrated: no fit case on 'NVIDIA H100 SXM5 80GB'" in r.note for r in nemo)
+    assert not any("not calibrated" in r.note for r in report.rows if r.case.startswith("MT-NLG"))

@@ -241,6 +241,7 @@ class _Case:
     model: Document
     expect: tuple[tuple[str, float, _Tolerance], ...]
     unpublished: tuple[tuple[str, tuple], ...] = ()
+    note: str = ""   # set by the harness (e.g. a [calibrate] that did not reach this case)
 
 
 def _text(data: Mapping, key: str, default: str, where: str) -> str:
@@ -421,6 +422,9 @@ def _calibrated(cases: list[_Case], path: Path, params: tuple[str, ...]) -> tupl
             if table is not None:
                 over = merge(hw, {"kernels": table}) if isinstance(hw, Mapping) else {"file": hw, "kernels": table}
                 case = dataclasses.replace(case, model=Document.of({**case.model, "hardware": over}, case.model.origin))
+            else:
+                case = dataclasses.replace(case, note=f"not calibrated: no fit case on {found.get('name')!r}; "
+                                                      "predicted with the hardware file's own constants")
         out.append(case)
     return out, fits
 
@@ -448,9 +452,10 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         raise MarkovsimError(f"case kind {case.kind!r} returned {type(predicted).__name__}; expected a dict")
     # a kind that checks memory (``fits``) and finds the case's own plan over it: the
     # prediction assumes a plan the model itself says cannot run; flag every row
-    note = ""
+    notes = [case.note] if case.note else []
     if "fits" in predicted and float(np.asarray(predicted["fits"])) == 0.0:
-        note = "the plan exceeds the modelled memory (fits = 0); predicted as if it ran"
+        notes.append("the plan exceeds the modelled memory (fits = 0); predicted as if it ran")
+    note = "; ".join(notes)
     swept = None
     if case.unpublished:
         # when the case's own plan exceeds the kind's memory check, that check cannot sort
