@@ -37,12 +37,12 @@ def run(args) -> int:
     try:
         with progress_callback(args, unit="script", desc="repro") as progress:
             rows = repro.run_reproductions(selection, out, log=(lambda m: print(m, file=sys.stderr)), progress=progress)
+        validations = _validations(out) if "all" in selection else []
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "matplotlib":
             raise SpecError("the reproductions draw their plots with matplotlib, which is not installed; "
                             "pip install 'markovsim[plot]'") from None
         raise
-    validations = _validations(out) if "all" in selection else []
     results, report = repro.write_report(rows, out, validations=validations)
     print(repro.format_table(rows))
     for title, v, _ in validations:
@@ -57,22 +57,21 @@ VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (is
 
 def _validations(out: Path) -> list:
     """Run the shipped validation suites; one error plot each, into ``out``."""
+    from matplotlib.figure import Figure   # no pyplot: the process's backend is left alone
+
     from .. import validate
     from .._io import shipped_dir
     from ..plotting import plot_validation_errors
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     done = []
     for name, title in VALIDATION_SUITES:
         report = validate.validate_cases(shipped_dir("models") / "cases" / name)
-        fig, ax = plt.subplots()
+        fig = Figure()
+        ax = fig.add_subplot()
         plot_validation_errors(report, ax=ax)
         ax.set_title(f"{name}: predicted against reported")
         fig.tight_layout()
         png = f"validation_{Path(name).stem}.png"
         fig.savefig(out / png, dpi=120)
-        plt.close(fig)
         done.append((title, report, png))
     return done
