@@ -409,10 +409,10 @@ def _calibrated(cases: list[_Case], path: Path, params: tuple[str, ...]) -> tupl
     from ..training import calibrate_cases, kernels_table
 
     try:
-        fits = calibrate_cases(path, params)
+        calibrations = calibrate_cases(path, params)
     except MarkovsimError as exc:
         raise type(exc)(f"{path.name}: [calibrate]: {exc}") from None
-    by_name = {c.hardware: kernels_table(c.kernels) for c in fits}
+    by_name = {c.hardware: kernels_table(c.kernels) for c in calibrations}
     out = []
     for case in cases:
         hw = case.model.get("hardware") if case.kind == "train" else None
@@ -426,7 +426,7 @@ def _calibrated(cases: list[_Case], path: Path, params: tuple[str, ...]) -> tupl
                 case = dataclasses.replace(case, note=f"not calibrated: no fit case on {found.get('name')!r}; "
                                                       "predicted with the hardware file's own constants")
         out.append(case)
-    return out, fits
+    return out, calibrations
 
 
 # --------------------------------------------------------------------------- running
@@ -453,15 +453,15 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
     # a kind that checks memory (``fits``) and finds the case's own plan over it: the
     # prediction assumes a plan the model itself says cannot run; flag every row
     notes = [case.note] if case.note else []
-    if "fits" in predicted and float(np.asarray(predicted["fits"])) == 0.0:
+    over_memory = _over_memory(predicted)
+    if over_memory:
         notes.append("the plan exceeds the modelled memory (fits = 0); predicted as if it ran")
     note = "; ".join(notes)
     swept = None
     if case.unpublished:
         # when the case's own plan exceeds the kind's memory check, that check cannot sort
         # the sweep's points either: keep them all (and say so)
-        own_fits = "fits" not in predicted or float(np.asarray(predicted["fits"])) != 0.0
-        swept = _sweep(case, path, check_fits=own_fits)
+        swept = _sweep(case, path, check_fits=not over_memory)
     rows = []
     for output, reported, tol in case.expect:
         if output not in predicted:
@@ -480,6 +480,11 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
                                tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
                                role=case.role, points=tol.points, note=note, **band))
     return rows
+
+
+def _over_memory(outputs: Mapping[str, Any]) -> bool:
+    """Whether a kind that checks memory (an output ``fits``) says the plan does not fit."""
+    return "fits" in outputs and float(np.asarray(outputs["fits"])) == 0.0
 
 
 def _sweep(case: _Case, path: Path, *, check_fits: bool = True) -> tuple[list[Mapping[str, Any]], int, str]:
@@ -502,7 +507,7 @@ def _sweep(case: _Case, path: Path, *, check_fits: bool = True) -> tuple[list[Ma
                 continue
             raise type(exc)(f"case {case.name!r}, unpublished inputs "
                             f"{', '.join(f'{k}={v!r}' for k, v in zip(keys, combo))}: {exc}") from None
-        if check_fits and "fits" in out and float(np.asarray(out["fits"])) == 0.0:
+        if check_fits and _over_memory(out):
             infeasible += 1
             continue
         found.append(out)
@@ -536,9 +541,9 @@ def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, expected a case file (TOML)")
     cases, targets, params = _parse_file(path)
-    fits = []
+    fitted = []
     if params:
-        cases, fits = _calibrated(cases, path, params)
+        cases, fitted = _calibrated(cases, path, params)
     rows: list[CaseResult] = []
     for done, case in enumerate(cases, 1):
         rows.extend(_run_case(case, path))
@@ -546,5 +551,5 @@ def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
             progress(done, len(cases))
     calibrations = tuple({"hardware": c.hardware, "params": c.params, "values": c.values, "spread": c.spread,
                           "on_bound": c.on_bound, "runs": len(c.runs), "rms_log_error": c.rms_log_error,
-                          "success": c.success} for c in fits)
+                          "success": c.success} for c in fitted)
     return ValidationReport(path=str(path), rows=tuple(rows), targets=targets, calibrations=calibrations)
