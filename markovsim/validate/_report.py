@@ -131,6 +131,11 @@ def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _error_text(r: CaseResult) -> str:
+    """The row's error as shown: in points for a share with a tolerance in points, else relative."""
+    return f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error)
+
+
 def _band(r: CaseResult) -> str:
     """The band over the swept unpublished inputs, and whether some point of it is within
     tolerance ("" without a sweep)."""
@@ -144,7 +149,7 @@ def _band(r: CaseResult) -> str:
 def _table(rows) -> list[str]:
     head = ("case", "output", "reported", "predicted", "error", "tolerance", "result")
     body = [(r.case, r.output, f"{r.reported:.6g}", f"{r.predicted:.6g}",
-             f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error),
+             _error_text(r),
              r.tolerance, "ok" if r.passed else "FAIL") for r in rows]
     if any(r.sweep_admits is not None for r in rows):
         head = (*head, "unpublished inputs swept")
@@ -277,7 +282,7 @@ class ValidationReport:
                    + (" unpublished inputs swept |" if swept else ""),
                    "|---|---|---|---|---|---|---|" + ("---|" if swept else "")]
             for r in rows:
-                err = f"{100 * (r.predicted - r.reported):+.2f} pt" if r.points else _pct(r.error)
+                err = _error_text(r)
                 band = (f" {_md(_band(r))}{' (' + _md(r.sweep) + ')' if r.sweep else ''} |" if swept else "")
                 flag = " (flagged)" if r.note else ""
                 out.append(f"| {_md(r.case)} | {r.output} | {r.reported:.6g} | {r.predicted:.6g} | {err} | "
