@@ -43,6 +43,7 @@ DEFAULT_BOUNDS = {
     "gemm_peak_fraction": (0.3, 1.0), "gemm_traffic": (0.0, 20.0), "attention_peak_fraction": (0.1, 1.0),
     "memory_bandwidth_fraction": (0.2, 1.0), "collective_bandwidth_fraction": (0.2, 1.0),
     "step_overhead_s": (0.0, 30.0), "interleave_efficiency": (0.0, 1.0),
+    "fp8_gemm_peak_fraction": (0.2, 1.0),
 }
 
 
@@ -147,7 +148,10 @@ def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel 
     lim.update(bounds or {})
     lo = np.array([lim[p][0] for p in params], float)
     hi = np.array([lim[p][1] for p in params], float)
-    x0 = np.clip([getattr(base, p) for p in params], lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+    # an unfitted FP8 fraction (0) starts from the BF16 one, the value it stands for
+    start_values = [base.gemm_peak_fraction if p == "fp8_gemm_peak_fraction" and not base.fp8_gemm_peak_fraction
+                    else getattr(base, p) for p in params]
+    x0 = np.clip(start_values, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
     obs = np.array([r.value for r in runs], float)
     if np.any(~np.isfinite(obs)) or np.any(obs <= 0):
         raise InvalidParameterError("runs: every reported value must be positive and finite (log errors)")

@@ -67,6 +67,10 @@ class KernelModel:
             (:math:`\\eta = 1`, the default). A property of the pipeline implementation
             (chunk switches, blocking point-to-point, stage imbalance), fitted with the
             other constants.
+        fp8_gemm_peak_fraction: the fraction of the **FP8** peak a large FP8 GEMM reaches
+            (``precision = "fp8"``); FP8 tensor cores are fed from the same memory and
+            registers at twice the rate, so it need not equal the BF16 fraction. ``0``: not
+            fitted, FP8 GEMMs use ``gemm_peak_fraction``.
     """
 
     gemm_peak_fraction: float = 0.8
@@ -76,6 +80,7 @@ class KernelModel:
     collective_bandwidth_fraction: float = 0.8
     step_overhead_s: float = 0.0
     interleave_efficiency: float = 1.0
+    fp8_gemm_peak_fraction: float = 0.0
 
     def validate(self, where: str = "kernels") -> "KernelModel":
         for name in ("gemm_peak_fraction", "attention_peak_fraction", "memory_bandwidth_fraction",
@@ -83,6 +88,7 @@ class KernelModel:
             check_probability(f"{where}.{name}", getattr(self, name))
             check_positive(f"{where}.{name}", getattr(self, name))
         check_probability(f"{where}.interleave_efficiency", self.interleave_efficiency)
+        check_probability(f"{where}.fp8_gemm_peak_fraction", self.fp8_gemm_peak_fraction)
         for name in ("gemm_traffic", "step_overhead_s"):
             v = getattr(self, name)
             if not (v == v and 0 <= v < float("inf")):

@@ -14,7 +14,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from ._hardware import Efficiency, Hardware
 from ._memory import activation_bytes_per_layer, in_flight, state_bytes
-from ._operators import _BF16, _attention_core, _elementwise_bytes, _gemm_time, _gemms
+from ._operators import _attention_core, _elementwise_bytes, _gemm_time, _gemms, gemm_precision
 from ._plan import Plan, validate_plan
 from ._step import _plan_arrays, kernel_constants, stage_shares
 from ._workload import Workload
@@ -100,9 +100,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             "needs one")
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
-    fp8 = q["fp8"] > 0
-    peak = float(np.where(fp8, c["peak_fp8"], c["peak"]))
-    elem = 1.0 if fp8 else _BF16
+    peak, eff, elem = (float(x) for x in gemm_precision(c, q, np))
     rows = []
     for name, where, M, N, K, count in _gemms(c, q, np):
         cnt = float(count)
@@ -110,7 +108,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             continue
         if where == "dense" and workload.moe is not None and workload.moe_layers == workload.layers:
             continue
-        t = float(_gemm_time(M, N, K, count, peak, c, elem))
+        t = float(_gemm_time(M, N, K, count, peak, c, elem, eff))
         rows.append(Operator(name, where, (float(M), float(N), float(K)), cnt, float(2 * M * N * K * count),
                              t, 2.0 * t))
     core_f, core_b = _attention_core(c, q, np)

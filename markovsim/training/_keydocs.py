@@ -50,6 +50,8 @@ KEY_DOCS = {
         "kernels.step_overhead": "fixed host-side cost of one step (launches, synchronisation, logging)",
         "kernels.interleave_efficiency": ("share of the interleaved schedule's ideal bubble reduction realised "
                                           "(0: the 1F1B bubble, 1: (pp-1)/v)"),
+        "kernels.fp8_gemm_peak_fraction": ("fraction of the FP8 peak a large FP8 GEMM reaches "
+                                           "(0 or absent: the BF16 gemm_peak_fraction)"),
         "hbm": "HBM per card",
         "hbm_bandwidth": "HBM bandwidth per card",
         "levels": "link hierarchy, innermost first; the last covers the cluster",

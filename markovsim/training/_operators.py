@@ -22,8 +22,9 @@ logits                  :math:`T \times V / t \times h` (last stage)
 
 (:math:`g` = 2 for SwiGLU's gate and up projections, 1 for GELU.) Each GEMM costs
 :math:`2MNK/(P e_\text{gemm}) + k_\text{traffic}\, b_e (MK+KN+MN)/B` (module ``_hardware``),
-with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak and :math:`b_e` bytes
-per element; FP8 adds the casts of each GEMM's activation input (3 bytes per element read
+with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak, :math:`e_\text{gemm}`
+the BF16 or the FP8 GEMM fraction (``fp8_gemm_peak_fraction``; the BF16 one where not
+fitted) and :math:`b_e` bytes per element; FP8 adds the casts of each GEMM's activation input (3 bytes per element read
 and written) as memory traffic.
 
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
@@ -124,11 +125,20 @@ def _gemms(c, q, xp):
     ]
 
 
-def _gemm_time(M, N, K, count, peak, c, elem_bytes):
-    """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline)."""
+def _gemm_time(M, N, K, count, peak, c, elem_bytes, eff=None):
+    """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline) at the fraction
+    ``eff`` of ``peak`` (default: the BF16 GEMM fraction)."""
     flops = 2.0 * M * N * K
     traffic = elem_bytes * (M * K + K * N + M * N)
-    return count * (flops / (peak * c["e_gemm"]) + c["k_traffic"] * traffic / c["hbm_bw"])
+    eff = c["e_gemm"] if eff is None else eff
+    return count * (flops / (peak * eff) + c["k_traffic"] * traffic / c["hbm_bw"])
+
+
+def gemm_precision(c, q, xp):
+    """Peak, fraction of it and bytes per element of the plan's GEMMs (BF16 or FP8)."""
+    fp8 = q["fp8"] > 0
+    return (xp.where(fp8, c["peak_fp8"], c["peak"]), xp.where(fp8, c["e_gemm_fp8"], c["e_gemm"]),
+            xp.where(fp8, 1.0, _BF16))
 
 
 def _attention_core(c, q, xp):
@@ -173,12 +183,11 @@ def layer_times(c, q, xp):
     """Seconds per micro-batch on one rank: forward + backward (+ recomputation) of one
     dense layer, of one MoE layer, and of the last stage's logits and loss."""
     fp8 = q["fp8"] > 0
-    peak_gemm = xp.where(fp8, c["peak_fp8"], c["peak"])
-    elem = xp.where(fp8, 1.0, _BF16)
+    peak_gemm, eff, elem = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     for _, where, M, N, K, count in _gemms(c, q, xp):
-        parts[where] = parts[where] + _gemm_time(M, N, K, count, peak_gemm, c, elem)
+        parts[where] = parts[where] + _gemm_time(M, N, K, count, peak_gemm, c, elem, eff)
         casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
     core_f, core_b = _attention_core(c, q, xp)
     common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, xp)
@@ -207,6 +216,7 @@ def kernel_model_constants(hardware: Hardware, kernels: KernelModel) -> dict:
         hbm_bw=float(hardware.hbm_bandwidth_bytes_per_s),
         mem_bw=float(hardware.hbm_bandwidth_bytes_per_s * kernels.memory_bandwidth_fraction),
         e_gemm=float(kernels.gemm_peak_fraction), k_traffic=float(kernels.gemm_traffic),
+        e_gemm_fp8=float(kernels.fp8_gemm_peak_fraction or kernels.gemm_peak_fraction),
         e_attn=float(kernels.attention_peak_fraction),
     )
 
