@@ -25,7 +25,8 @@ logits                  :math:`T \times V / t \times h` (last stage)
 with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak, :math:`e_\text{gemm}`
 the BF16 or the FP8 GEMM fraction (``fp8_gemm_peak_fraction``; the BF16 one where not
 fitted) and :math:`b_e` bytes per element; FP8 adds the casts of each GEMM's activation input (3 bytes per element read
-and written) as memory traffic.
+and written) as memory traffic; the output head (logits) and the MoE router stay in BF16
+in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
 
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
 
@@ -125,6 +126,13 @@ def _gemms(c, q, xp):
     ]
 
 
+#: GEMMs that FP8 runs keep in BF16: the output head and the MoE router (DeepSeek-AI 2024,
+#: arXiv 2412.19437 sec. 3.3.1: "the embedding module, the output head, MoE gating modules"
+#: keep their original precision; Megatron-core's output layer is not a Transformer Engine
+#: FP8 layer)
+HIGH_PRECISION_GEMMS = frozenset({"logits", "router"})
+
+
 def _gemm_time(M, N, K, count, peak, c, elem_bytes, eff=None):
     """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline) at the fraction
     ``eff`` of ``peak`` (default: the BF16 GEMM fraction)."""
@@ -186,7 +194,10 @@ def layer_times(c, q, xp):
     peak_gemm, eff, elem = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
-    for _, where, M, N, K, count in _gemms(c, q, xp):
+    for name, where, M, N, K, count in _gemms(c, q, xp):
+        if name in HIGH_PRECISION_GEMMS:
+            parts[where] = parts[where] + _gemm_time(M, N, K, count, c["peak"], c, _BF16)
+            continue
         parts[where] = parts[where] + _gemm_time(M, N, K, count, peak_gemm, c, elem, eff)
         casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
     core_f, core_b = _attention_core(c, q, xp)
