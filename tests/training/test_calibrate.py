@@ -75,3 +75,23 @@ def test_the_shipped_a100_constants_are_the_fit():
     cal = calibrate(A100_FIT, names, start=KernelModel())
     for n, v in zip(names, cal.values):
         assert getattr(hw.kernels, n) == pytest.approx(v, rel=2e-3, abs=2e-3), n
+
+
+H100_FP8_FIT = [r for r in FIT if r.spec.hardware.name == "NVIDIA H100 SXM5 80GB" and r.spec.plan.precision.value == "fp8"]
+
+
+def test_the_fp8_fraction_is_recovered_and_the_shipped_value_is_the_fit():
+    """Synthetic FP8 runs made with a known fraction give it back from an unfitted start
+    (0: the fit starts from the BF16 fraction); on the suite's FP8 fit runs the fit lands on
+    the preset's value."""
+    assert len(H100_FP8_FIT) == 7
+    hw = load_hardware("h100_sxm")
+    truth = dataclasses.replace(hw.kernels, fp8_gemm_peak_fraction=0.5)
+    runs = _synthetic(truth, H100_FP8_FIT[:4])
+    cal = calibrate(runs, ["fp8_gemm_peak_fraction"], start=dataclasses.replace(truth, fp8_gemm_peak_fraction=0.0))
+    assert cal.values[0] == pytest.approx(0.5, rel=1e-4) and cal.rms_log_error < 1e-6
+    shipped = calibrate(H100_FP8_FIT, ["fp8_gemm_peak_fraction"],
+                        start=dataclasses.replace(hw.kernels, fp8_gemm_peak_fraction=0.0))
+    assert hw.kernels.fp8_gemm_peak_fraction == pytest.approx(shipped.values[0], abs=2e-3)
+    for other in ("h800_sxm", "h200_sxm"):  # the same die: the same fitted value
+        assert load_hardware(other).kernels.fp8_gemm_peak_fraction == hw.kernels.fp8_gemm_peak_fraction

@@ -150,3 +150,29 @@ def test_legacy_single_fraction_ignores_the_kernel_model():
     bare = step_time(GPT, HW.replace(kernels=None), plan, efficiency=Efficiency(compute=0.5))
     assert bare.compute == pytest.approx(legacy.compute, rel=1e-12)
     assert np.isfinite(step_time(GPT, HW, plan).step_time)
+
+
+def test_fp8_gemms_run_at_their_own_fraction_and_the_head_stays_bf16():
+    """An FP8 GEMM takes 2MNK / (P_fp8 e_fp8) + traffic at 1 byte per element; an unfitted
+    FP8 fraction (0) is the BF16 one; the logits stay on the BF16 peak in FP8 runs."""
+    plan = Plan(tp=2, pp=1, dp=1, global_batch=1, precision=Precision.FP8)
+    hw8 = HW.replace(kernels=dataclasses.replace(KM, fp8_gemm_peak_fraction=0.5))
+    ops = {o.name: o for o in operator_table(GPT, hw8, plan)}
+    M, N, K = ops["ffn_in"].shape
+    want = 2 * M * N * K / (600e12 * 0.5) + 1.5 * 1 * (M * K + K * N + M * N) / 2e12
+    assert ops["ffn_in"].forward_s == pytest.approx(want, rel=1e-12)
+    M, N, K = ops["logits"].shape
+    bf16_logits = 2 * M * N * K / (300e12 * 0.7) + 1.5 * 2 * (M * K + K * N + M * N) / 2e12
+    assert ops["logits"].forward_s == pytest.approx(bf16_logits, rel=1e-12)
+    unset = {o.name: o for o in operator_table(GPT, HW, plan)}["ffn_in"]
+    M, N, K = unset.shape
+    assert unset.forward_s == pytest.approx(2 * M * N * K / (600e12 * 0.7) + 1.5 * (M * K + K * N + M * N) / 2e12,
+                                            rel=1e-12)
+    # the step kernel uses the same fraction: a lower FP8 fraction is a slower FP8 step, a BF16 step is unchanged
+    fast, slow = (step_time(GPT, HW.replace(kernels=dataclasses.replace(KM, fp8_gemm_peak_fraction=e)), plan)
+                  for e in (0.7, 0.5))
+    assert slow.compute > fast.compute
+    bf = plan.replace(precision=Precision.BF16)
+    assert step_time(GPT, hw8, bf).step_time == step_time(GPT, HW, bf).step_time
+    with pytest.raises(Exception, match="fp8_gemm_peak_fraction"):
+        dataclasses.replace(KM, fp8_gemm_peak_fraction=1.5).validate()
