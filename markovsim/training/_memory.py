@@ -27,7 +27,9 @@ token:
 * two norms: :math:`4h`.
 
 For GPT-3-style layers (:math:`n_{kv} = n_q`, :math:`f = 4h`, dropout) this is the paper's
-:math:`34h + 5 a s`. With tensor parallelism :math:`t` and sequence parallelism everything
+:math:`34h + 5 a s`. FP8 runs hold the inputs of their FP8 GEMMs (QKV and MLP inputs, the
+output projection's and the second MLP matrix's inputs) at 1 byte: :math:`2h + n_q d_v + f`
+fewer bytes per token (the MoE experts' inputs are left at 2 bytes). With tensor parallelism :math:`t` and sequence parallelism everything
 is divided by :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
 Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
@@ -70,6 +72,13 @@ def activation_bytes_per_layer(c, q, xp):
     dense_mlp = a * c["ffn"]
     k = c["top_k"]
     moe_mlp = k * (4.0 * h + a * c["expert_ffn"]) + a * c["expert_ffn"] * c["shared"]
+    # FP8 runs keep the inputs of their FP8 GEMMs for the weight gradients as FP8 (1 byte,
+    # not 2): QKV and MLP inputs, the output projection's input, the second MLP matrix's
+    # input (Transformer Engine's FP8 linear layers; DeepSeek-AI 2024 sec. 3.3.4)
+    fp8 = q["fp8"] > 0
+    replicated = replicated - xp.where(fp8, 2.0 * h, 0.0)
+    attn_sharded = attn_sharded - xp.where(fp8, nq * dv, 0.0)
+    dense_mlp = dense_mlp - xp.where(fp8, c["ffn"], 0.0)
     rec = q["rec"]
     selective = rec == _REC[Recompute.SELECTIVE]
     attn_sharded = xp.where(selective, attn_sharded - scores, attn_sharded)

@@ -176,3 +176,18 @@ def test_fp8_gemms_run_at_their_own_fraction_and_the_head_stays_bf16():
     assert step_time(GPT, hw8, bf).step_time == step_time(GPT, HW, bf).step_time
     with pytest.raises(Exception, match="fp8_gemm_peak_fraction"):
         dataclasses.replace(KM, fp8_gemm_peak_fraction=1.5).validate()
+
+
+@pytest.mark.parametrize("t,sp", [(1, False), (4, True), (4, False)])
+def test_fp8_holds_its_gemm_inputs_at_one_byte(t, sp):
+    """FP8 saves 2h + n_q d_v + f bytes per token and layer (QKV and MLP inputs, the output
+    projection's and the second MLP matrix's inputs at 1 byte instead of 2), divided by t
+    where those tensors are sharded; full recomputation keeps only the layer input (BF16)."""
+    b, s, h = 2, LLAMA.seq_len, LLAMA.hidden
+    plan = Plan(tp=t, pp=1, dp=1, global_batch=b, micro_batch=b, sequence_parallel=sp)
+    saved = (_activations_per_layer(LLAMA, plan) - _activations_per_layer(LLAMA, plan.replace(precision=Precision.FP8)))
+    sharded = LLAMA.heads * LLAMA.d_head + LLAMA.ffn_hidden
+    want = b * s * ((2 * h + sharded) / t if sp else 2 * h + sharded / t)
+    assert saved == pytest.approx(want, rel=1e-12)
+    full = plan.replace(recompute=Recompute.FULL)
+    assert _activations_per_layer(LLAMA, full) == _activations_per_layer(LLAMA, full.replace(precision=Precision.FP8))
