@@ -91,6 +91,10 @@ _RESTART_OF = {S.DETECT_FAST: S.RESTART_FAST, S.DETECT_SLOW: S.RESTART_SLOW,
                S.MANUAL_FAST: S.RESTART_FAST, S.MANUAL_SLOW: S.RESTART_SLOW}
 
 
+#: the largest card fault rate a fleet accepts, per second (one fault per card per second)
+MAX_CARD_FAULT_RATE = 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class Fleet:
     """A pool of K identical serving instances (one role: prefill or decode).
@@ -124,6 +128,12 @@ class Fleet:
         check_integer("fleet.instances", self.instances, minimum=1)
         check_integer("fleet.cards_per_instance", self.cards_per_instance, minimum=1)
         check_nonnegative("fleet.card_fault_rate", self.card_fault_rate, unit="per second")
+        if self.card_fault_rate > MAX_CARD_FAULT_RATE:
+            # rates beyond this make the fleet chain too stiff to solve in float64 (a 1e308 /h
+            # rate took the solver 95 s to end NON_FINITE): refuse them at once
+            raise InvalidParameterError(
+                f"fleet.card_fault_rate={self.card_fault_rate!r} per second: expected at most "
+                f"{MAX_CARD_FAULT_RATE:g} (one fault per card per second); a larger rate is not a fault model")
         check_probability("fleet.soft_fault_share", self.soft_fault_share)
         check_positive("fleet.demand", self.demand, unit="instances")
         if self.spare_cards is not None:

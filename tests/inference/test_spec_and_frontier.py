@@ -68,6 +68,7 @@ def test_missing_file_is_a_spec_error(tmp_path):
     (dict(demand=5.0), "fleet.demand"),
     (dict(spare_cards=-1), "fleet.spare_cards"),
     (dict(card_fault_rate=float("nan")), "fleet.card_fault_rate"),
+    (dict(card_fault_rate=2.0), "fleet.card_fault_rate"),  # above one fault per card per second
 ])
 def test_bad_fleet_values_name_the_field(change, field):
     fleet = inf.Fleet(instances=2, cards_per_instance=8, card_fault_rate=1 / YEAR, soft_fault_share=0.5, demand=1.0)
