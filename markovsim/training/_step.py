@@ -9,7 +9,9 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
 
 * :math:`T_\text{compute} = m\, t_\text{mb}`, with :math:`t_\text{mb}` one micro-batch's
   forward, backward and recomputation through the stage's layers (and, on the last stage,
-  the logits, the loss and any multi-token-prediction modules), timed operator by operator
+  the logits, the loss and any multi-token-prediction modules; under DualPipe, which feeds
+  micro-batches from both ends, the rank holding the last stage runs it for half of them,
+  so half of these), timed operator by operator
   (module ``_operators``) on the hardware's fitted kernel model; with ``efficiency.compute``
   given instead, every hardware FLOP at that fraction of peak (the single-scalar model,
   kept for hardware without a fitted kernel model). Communication hidden behind compute
@@ -268,7 +270,10 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     else:
         lt = layer_times(c, q, jnp)
         t_mtp = c["mtp"] * (jnp.where(c["mtp_moe"] > 0, lt["moe"], lt["dense"]) + lt["logit"])
-        t_mb = (sh["stage_layers"] - sh["moe_stage"]) * lt["dense"] + sh["moe_stage"] * lt["moe"] + lt["logit"] + t_mtp
+        # DualPipe feeds micro-batches from both ends: the rank holding the last stage runs it
+        # for half of them and the first stage (no head) for the other half
+        head = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], 0.5, 1.0) * (lt["logit"] + t_mtp)
+        t_mb = (sh["stage_layers"] - sh["moe_stage"]) * lt["dense"] + sh["moe_stage"] * lt["moe"] + head
     compute = m * t_mb
     one = jnp.ones_like(tp)
     bubble = t_mb * idle_per_stage(sched, pp, v, one, one, one, xp=jnp) / 3.0

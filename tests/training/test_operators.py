@@ -191,3 +191,17 @@ def test_fp8_holds_its_gemm_inputs_at_one_byte(t, sp):
     assert saved == pytest.approx(want, rel=1e-12)
     full = plan.replace(recompute=Recompute.FULL)
     assert _activations_per_layer(LLAMA, full) == _activations_per_layer(LLAMA, full.replace(precision=Precision.FP8))
+
+
+def test_dualpipe_runs_the_head_for_half_the_micro_batches():
+    """DualPipe feeds micro-batches from both ends (DeepSeek-AI 2024 sec. 3.2.1): the rank with
+    the output head runs the last stage for half of them, so a larger head costs it half of
+    what it costs the last stage of 1F1B."""
+    plan = Plan(tp=1, pp=4, dp=1, global_batch=16, micro_batch=1)
+    big = dataclasses.replace(LLAMA, vocab=4 * LLAMA.vocab)
+    extra = {}
+    for sched in (Schedule.ONE_F_ONE_B, Schedule.DUALPIPE):
+        p = plan.replace(schedule=sched)
+        extra[sched] = step_time(big, HW, p).compute - step_time(LLAMA, HW, p).compute
+    assert extra[Schedule.ONE_F_ONE_B] > 0
+    assert extra[Schedule.DUALPIPE] == pytest.approx(extra[Schedule.ONE_F_ONE_B] / 2, rel=1e-9)
