@@ -63,13 +63,16 @@ def gth_band(Q, band: int) -> np.ndarray:
     (elimination keeps the band): scalar Python arithmetic on the band, cheaper than numpy's
     per-call cost for the small chains of a spare pool. Works on complex entries (a complex
     step). The same elimination order as :func:`gth_numpy`; the back substitution is
-    normalised once at the end (rescaled on the way only if a weight passes 1e200)."""
+    normalised once at the end (rescaled on the way only if a weight passes 1e200). A
+    reducible chain gives NaN, as :func:`gth_numpy`."""
     A = np.asarray(Q).tolist()
     n = len(A)
     for k in range(n - 1):
         hi = min(n, k + band + 1)
         row = A[k]
         total = sum(row[k + 1:hi])
+        if not total:  # reducible as eliminated (a rate underflowed to 0): NaN, as gth_numpy
+            return np.full(n, np.nan, dtype=np.result_type(np.asarray(Q), float))
         for i in range(k + 1, hi):
             Ai = A[i]
             c = Ai[k] / total

@@ -174,3 +174,12 @@ def test_complex_step_through_gth_is_the_derivative_of_the_product_form(solver):
 def test_numpy_ops_stop_gradient_keeps_the_real_part():
     assert NUMPY.stop_gradient(np.asarray(2.0 + 3e-20j)) == 2.0
     assert NUMPY.stop_gradient(np.asarray(2.0)) == 2.0
+
+
+def test_gth_band_gives_nan_for_a_reducible_chain_as_gth_numpy():
+    """A state with no rate to the states after it (a rate underflowed to 0) makes the chain
+    reducible: both numpy GTHs answer NaN, which the callers flag, instead of raising
+    ZeroDivisionError (a 2**200 GB recovery state reached it through the spare pool's root
+    search probing a zero running share)."""
+    Q = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    assert np.all(np.isnan(gth_band(Q, 1))) and np.all(np.isnan(gth_numpy(Q)))
