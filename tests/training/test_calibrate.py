@@ -18,7 +18,8 @@ def test_the_suite_separates_fit_and_holdout():
     hold = runs_from_cases(SUITE, role="holdout")
     assert len(A100_FIT) == 18 and len(hold) >= 12
     assert not {r.name for r in FIT} & {r.name for r in hold}
-    assert {r.spec.hardware.name for r in FIT} == {"NVIDIA A100 SXM4 80GB", "NVIDIA H100 SXM5 80GB"}
+    assert {r.spec.hardware.name for r in FIT} == {"NVIDIA A100 SXM4 80GB", "NVIDIA H100 SXM5 80GB", "NVIDIA B200",
+                                                   "NVIDIA GB200 NVL72 (per GPU)"}
     assert all(r.role == "holdout" for r in hold)
     with pytest.raises(markovsim.MarkovsimError, match="holdout"):
         calibrate(hold[:1], ["gemm_peak_fraction"])
@@ -95,3 +96,19 @@ def test_the_fp8_fraction_is_recovered_and_the_shipped_value_is_the_fit():
     assert hw.kernels.fp8_gemm_peak_fraction == pytest.approx(shipped.values[0], abs=2e-3)
     for other in ("h800_sxm", "h200_sxm"):  # the same die: the same fitted value
         assert load_hardware(other).kernels.fp8_gemm_peak_fraction == hw.kernels.fp8_gemm_peak_fraction
+
+
+@pytest.mark.parametrize("preset", ["b200", "gb200_nvl72"])
+def test_the_blackwell_fp8_fractions_are_their_one_fit_run(preset):
+    """B200 / GB200: the FP8 GEMM fraction is what calibrate gives on the accelerator's one
+    fit run (every other constant the H100's, stated as an assumption in the file)."""
+    hw = load_hardware(preset)
+    runs = [r for r in FIT if r.spec.hardware.name == hw.name]
+    assert len(runs) == 1
+    cal = calibrate(runs, ["fp8_gemm_peak_fraction"],
+                    start=dataclasses.replace(hw.kernels, fp8_gemm_peak_fraction=0.0))
+    assert hw.kernels.fp8_gemm_peak_fraction == pytest.approx(cal.values[0], abs=1e-3)
+    h100 = load_hardware("h100_sxm").kernels
+    for name in ("gemm_peak_fraction", "gemm_traffic", "attention_peak_fraction", "memory_bandwidth_fraction",
+                 "collective_bandwidth_fraction", "step_overhead_s"):
+        assert getattr(hw.kernels, name) == getattr(h100, name), name
