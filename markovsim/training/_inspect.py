@@ -14,8 +14,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from ._hardware import Efficiency, Hardware
 from ._memory import activation_bytes_per_layer, in_flight, state_bytes
-from ._operators import (HIGH_PRECISION_GEMMS, _BF16, _attention_core, _elementwise_bytes, _gemm_time, _gemms,
-                         gemm_precision)
+from ._operators import _attention_core, _elementwise_bytes, _gemms, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
 from ._step import _plan_arrays, kernel_constants, stage_shares
 from ._workload import Workload
@@ -101,7 +100,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             "needs one")
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
-    peak, eff, elem = (float(x) for x in gemm_precision(c, q, np))
+    precision = tuple(float(x) for x in gemm_precision(c, q, np))
     rows = []
     for name, where, M, N, K, count in _gemms(c, q, np):
         cnt = float(count)
@@ -109,10 +108,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             continue
         if where == "dense" and workload.moe is not None and workload.moe_layers == workload.layers:
             continue
-        if name in HIGH_PRECISION_GEMMS:
-            t = float(_gemm_time(M, N, K, count, c["peak"], c, _BF16))
-        else:
-            t = float(_gemm_time(M, N, K, count, peak, c, elem, eff))
+        t = float(gemm_seconds(name, M, N, K, count, c, precision))
         rows.append(Operator(name, where, (float(M), float(N), float(K)), cnt, float(2 * M * N * K * count),
                              t, 2.0 * t))
     core_f, core_b = _attention_core(c, q, np)

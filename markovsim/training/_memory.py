@@ -27,10 +27,11 @@ token:
 * two norms: :math:`4h`.
 
 For GPT-3-style layers (:math:`n_{kv} = n_q`, :math:`f = 4h`, dropout) this is the paper's
-:math:`34h + 5 a s`. FP8 runs hold the inputs of their FP8 GEMMs (QKV and MLP inputs, the
-output projection's and the second MLP matrix's inputs) at 1 byte: :math:`2h + n_q d_v + f`
-fewer bytes per token (the MoE experts' inputs are left at 2 bytes). With tensor parallelism :math:`t` and sequence parallelism everything
-is divided by :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
+:math:`34h + 5 a s`. FP8 runs hold the inputs of their FP8 GEMMs (QKV and MLP inputs,
+the output projection's and the second MLP matrix's inputs) at 1 byte:
+:math:`2h + n_q d_v + f` fewer bytes per token (the MoE experts' inputs are left at 2
+bytes). With tensor parallelism :math:`t` and sequence parallelism everything is divided by
+:math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
 Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
 ``full`` keeps only each layer's input, :math:`2h` (divided by :math:`t` with sequence

@@ -24,9 +24,9 @@ logits                  :math:`T \times V / t \times h` (last stage)
 :math:`2MNK/(P e_\text{gemm}) + k_\text{traffic}\, b_e (MK+KN+MN)/B` (module ``_hardware``),
 with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak, :math:`e_\text{gemm}`
 the BF16 or the FP8 GEMM fraction (``fp8_gemm_peak_fraction``; the BF16 one where not
-fitted) and :math:`b_e` bytes per element; FP8 adds the casts of each GEMM's activation input (3 bytes per element read
-and written) as memory traffic; the output head (logits) and the MoE router stay in BF16
-in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
+fitted) and :math:`b_e` bytes per element; FP8 adds the casts of each GEMM's activation
+input (3 bytes per element read and written) as memory traffic; the output head (logits)
+and the MoE router stay in BF16 in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
 
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
 
@@ -149,6 +149,15 @@ def gemm_precision(c, q, xp):
             xp.where(fp8, 1.0, _BF16))
 
 
+def gemm_seconds(name, M, N, K, count, c, precision):
+    """:func:`_gemm_time` of the GEMM ``name`` at the plan's ``precision`` (the triple of
+    :func:`gemm_precision`), or in BF16 for :data:`HIGH_PRECISION_GEMMS`."""
+    if name in HIGH_PRECISION_GEMMS:
+        return _gemm_time(M, N, K, count, c["peak"], c, _BF16)
+    peak, eff, elem = precision
+    return _gemm_time(M, N, K, count, peak, c, elem, eff)
+
+
 def _attention_core(c, q, xp):
     """Forward seconds of the attention core of one layer: ``(gemm_or_kernel, memory)`` and
     the backward multiple of each."""
@@ -191,15 +200,13 @@ def layer_times(c, q, xp):
     """Seconds per micro-batch on one rank: forward + backward (+ recomputation) of one
     dense layer, of one MoE layer, and of the last stage's logits and loss."""
     fp8 = q["fp8"] > 0
-    peak_gemm, eff, elem = gemm_precision(c, q, xp)
+    precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     for name, where, M, N, K, count in _gemms(c, q, xp):
-        if name in HIGH_PRECISION_GEMMS:
-            parts[where] = parts[where] + _gemm_time(M, N, K, count, c["peak"], c, _BF16)
-            continue
-        parts[where] = parts[where] + _gemm_time(M, N, K, count, peak_gemm, c, elem, eff)
-        casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
+        parts[where] = parts[where] + gemm_seconds(name, M, N, K, count, c, precision)
+        if name not in HIGH_PRECISION_GEMMS:
+            casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
     core_f, core_b = _attention_core(c, q, xp)
     common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, xp)
     bw = c["mem_bw"]
