@@ -202,7 +202,7 @@ def layer_times(c, q, xp):
     fp8 = q["fp8"] > 0
     precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
-    casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
+    casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}  # the head (logits) runs in BF16: no casts
     for name, where, M, N, K, count in _gemms(c, q, xp):
         parts[where] = parts[where] + gemm_seconds(name, M, N, K, count, c, precision)
         if name not in HIGH_PRECISION_GEMMS:
@@ -220,7 +220,7 @@ def layer_times(c, q, xp):
     full = rec == _REC[Recompute.FULL]
     dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.where(full, dense_f, 0.0)
     moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.where(full, moe_f, 0.0)
-    logit = 3.0 * (parts["logit"] + casts["logit"] / bw) + logit_b / bw
+    logit = 3.0 * parts["logit"] + logit_b / bw
     return dict(dense=dense_layer, moe=moe_layer, logit=logit)
 
 
