@@ -112,3 +112,21 @@ def test_the_blackwell_fp8_fractions_are_their_one_fit_run(preset):
     for name in ("gemm_peak_fraction", "gemm_traffic", "attention_peak_fraction", "memory_bandwidth_fraction",
                  "collective_bandwidth_fraction", "step_overhead_s"):
         assert getattr(hw.kernels, name) == getattr(h100, name), name
+
+
+def test_the_tpu_v5p_gemm_fraction_is_its_one_fit_run():
+    """TPU v5p: the GEMM fraction is what calibrate gives on the TPU suite's one fit run
+    (MaxText 32B); every other constant is the A100 fit's, an assumption stated in the file,
+    except the attention fraction (the A100's FlashAttention-2 figure)."""
+    suite = SUITE.parent / "tpu_training_runs.toml"
+    runs = runs_from_cases(suite, role="fit")
+    hold = runs_from_cases(suite, role="holdout")
+    assert len(runs) == 1 and len(hold) == 7
+    assert not {r.name for r in runs} & {r.name for r in hold}
+    hw = load_hardware("tpu_v5p")
+    cal = calibrate(runs, ["gemm_peak_fraction"], start=dataclasses.replace(hw.kernels, gemm_peak_fraction=0.5))
+    assert cal.success and hw.kernels.gemm_peak_fraction == pytest.approx(cal.values[0], abs=1e-3)
+    a100 = load_hardware("a100_sxm_80gb").kernels
+    for name in ("gemm_traffic", "attention_peak_fraction", "memory_bandwidth_fraction",
+                 "collective_bandwidth_fraction", "step_overhead_s"):
+        assert getattr(hw.kernels, name) == getattr(a100, name), name
