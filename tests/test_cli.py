@@ -606,3 +606,13 @@ def test_installed_console_script():
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "markovsim infer: error: no/such/file.toml: model file not found"]
+
+
+def test_train_states_the_moe_caveat(capsys):
+    """An MoE plan carries the validation's caveat, in the table and in the JSON; a dense one none."""
+    got = run_json(capsys, "train", "deepseek_v3_h800_2048")
+    assert got["caveats"] == tr.plan_caveats(tr.load_plan("deepseek_v3_h800_2048"))
+    assert len(got["caveats"]) == 1 and "upper bound" in got["caveats"][0]
+    assert run_json(capsys, "train", PLAN)["caveats"] == []
+    code, out, _ = run(capsys, "train", "deepseek_v3_h800_2048")
+    assert code == 0 and "caveat: mixture of experts" in out

@@ -84,6 +84,7 @@ def run(args) -> int:
         c.print_json({"command": "train", "file": str(path), "name": spec.name,
                       "workload": spec.workload.name, "hardware": spec.hardware.name,
                       "overrides": [x.text for x in changes], "plan": _plan_info(plan), "outputs": o,
+                      "caveats": tr.plan_caveats(spec),
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
@@ -113,6 +114,8 @@ def run(args) -> int:
         ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),
         ("communication before overlap", f"{o['communication_total_s']:.4f} s"),
     ]))
+    for note in tr.plan_caveats(spec):
+        print(f"\ncaveat: {note}")
     if scaling is not None:
         print()
         print(f"linearity (batch {args.batch}, baseline {scaling[0]['cards']} cards"

@@ -146,10 +146,11 @@ from ._outputs import (  # noqa: E402
     PLAN_OUTPUT_UNITS as PLAN_OUTPUT_UNITS,
     batch_rule as batch_rule,
     linearity_points as linearity_points,
+    plan_caveats as plan_caveats,
     plan_outputs as plan_outputs,
 )
 
-__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_points", "plan_outputs"]
+__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_points", "plan_caveats", "plan_outputs"]
 
 from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
 

@@ -32,7 +32,7 @@ from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBa
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
 from ._step import StepBreakdown, step_time
 
-__all__ = ["PLAN_OUTPUT_UNITS", "plan_outputs", "linearity_points", "batch_rule", "MODEL_KIND"]
+__all__ = ["PLAN_OUTPUT_UNITS", "plan_outputs", "plan_caveats", "linearity_points", "batch_rule", "MODEL_KIND"]
 
 #: the unit of each output of :func:`plan_outputs` (and ``linearity``)
 PLAN_OUTPUT_UNITS = {f"{p}_s": "s" for p in StepBreakdown.PARTS}
@@ -42,6 +42,27 @@ PLAN_OUTPUT_UNITS.update({
     "mfu_causal": "1", "mfu_6n": "1", "mfu_megatron": "1", "hfu": "1", "tflops_per_gpu": "TFLOP/s",
     "tflops_per_gpu_megatron": "TFLOP/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
 })
+
+
+#: what the validation measured for mixture-of-experts plans (docs/background/scaling.md,
+#: "Mixture-of-experts runs"): said with every MoE prediction
+MOE_CAVEAT = ("mixture of experts: on ten published Megatron-Bridge 25.11 MoE runs the model came within 16 % "
+              "for DeepSeek-V3 (three runs) and Qwen3-235B on GB200, but predicted 1.5-3.5x the measured "
+              "throughput of the small fine-grained models (Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B on "
+              "B200: the MoE layer's routing, permutation and host-synchronisation costs have no term; read the "
+              "throughput as an upper bound (docs/background/scaling.md)")
+
+
+def plan_caveats(spec: PlanSpec) -> list[str]:
+    """What the validation says about predictions of this kind of plan, in words (empty
+    when nothing is known against it). A mixture-of-experts workload gets
+    :data:`MOE_CAVEAT`.
+
+    >>> from markovsim.training import load_plan
+    >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
+    []
+    """
+    return [MOE_CAVEAT] if spec.workload.moe is not None else []
 
 
 def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict[str, float]:
