@@ -74,6 +74,7 @@ KEY_DOCS = {
         "micro_batch": "sequences per micro-batch",
         "virtual_stages": "model chunks per pipeline stage (interleaved schedules)",
         "zero_stage": "ZeRO optimizer-state sharding stage",
+        "zero_shard_group": "data-parallel ranks one ZeRO shard group spans (hybrid sharding, HSDP); 0 = all",
         "sequence_parallel": "whether activations are split along the sequence in TP regions",
         "schedule": "pipeline schedule",
         "recompute": "activation recomputation",

@@ -113,7 +113,7 @@ def in_flight(q, m, xp):
 def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
     """Weights, gradients and optimizer states of one rank, bytes (three arrays)."""
     zero = q["zero"]
-    dp = q["dp"] * q["cp"]
+    dp = xp.where(q["shard"] > 0, q["shard"], q["dp"] * q["cp"])  # the ZeRO shard group
 
     def shard(stage, params, d):
         return params / xp.where(zero >= stage, d, 1.0)

@@ -58,7 +58,11 @@ class Plan:
     ``attention_kernel``: :class:`AttentionKernel`; ``precision``: GEMM number format
     (``fp8`` runs GEMMs at the hardware's FP8 rate and dispatches MoE tokens in FP8);
     ``grad_reduce``: the format gradients are reduced and accumulated in (Megatron-LM keeps
-    FP32 main gradients by default with BF16 training).
+    FP32 main gradients by default with BF16 training). ``zero_shard_group``: hybrid sharding
+    (HSDP; Megatron-core's distributed-optimizer instances, MaxText's FSDP inside a slice):
+    ZeRO shards over groups of this many data-parallel ranks and the ``dp x cp / group``
+    replicas all-reduce their shards across the outermost network level once per step; 0
+    (default) shards over all of them.
     """
 
     tp: int
@@ -70,6 +74,7 @@ class Plan:
     ep: int = 1
     cp: int = 1
     zero_stage: int = 1
+    zero_shard_group: int = 0
     sequence_parallel: bool = True
     schedule: Schedule = Schedule.ONE_F_ONE_B
     recompute: Recompute = Recompute.NONE
@@ -107,6 +112,17 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
     z = check_integer("plan.zero_stage", plan.zero_stage, minimum=0)
     if z > 3:
         raise InvalidParameterError(f"plan.zero_stage={z}: expected 0, 1, 2 or 3")
+    g = check_integer("plan.zero_shard_group", plan.zero_shard_group, minimum=0)
+    if g:
+        ranks = plan.dp * plan.cp
+        if z == 0:
+            raise InvalidParameterError(
+                f"plan.zero_shard_group={g}: needs zero_stage >= 1 (ZeRO 0 shards nothing); "
+                "expected 0 or a ZeRO stage")
+        if ranks % g:
+            raise InvalidParameterError(
+                f"plan.zero_shard_group={g}: must divide the dp x cp = {ranks} data-parallel ranks "
+                "(0: shard over all of them)")
     sched = _schedule(plan.schedule)
     AttentionKernel(plan.attention_kernel)
     if Precision(plan.precision) is Precision.FP32:

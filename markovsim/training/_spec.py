@@ -191,6 +191,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         global_batch=t.integer("global_batch", minimum=1), micro_batch=t.integer("micro_batch", 1, minimum=1),
         virtual_stages=t.integer("virtual_stages", 1, minimum=1), ep=t.integer("ep", 1, minimum=1),
         cp=t.integer("cp", 1, minimum=1), zero_stage=t.integer("zero_stage", 1, minimum=0),
+        zero_shard_group=t.integer("zero_shard_group", 0, minimum=0),
         sequence_parallel=t.raw("sequence_parallel", True, types=(bool,)),
         schedule=_choice(t, "schedule", Schedule, Schedule.ONE_F_ONE_B),
         recompute=_choice(t, "recompute", Recompute, Recompute.NONE),

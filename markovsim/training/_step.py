@@ -44,7 +44,11 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     (ZeRO 1-2; per micro-batch with ZeRO-3), hidden by ``dp_overlap``; ZeRO 1-2 then
     all-gather the updated BF16 weights, hidden by ``param_gather_overlap``, ZeRO-3
     gathers them twice per micro-batch (hidden by ``dp_overlap``). Each 40M-parameter
-    bucket pays the collective's latency (ring or tree, whichever is less);
+    bucket pays the collective's latency (ring or tree, whichever is less). With hybrid
+    sharding (``zero_shard_group`` = :math:`g`) these run inside groups of :math:`g` ranks,
+    the optimizer and the memory shard over :math:`g`, and the :math:`dp\,cp/g` replicas
+    all-reduce their :math:`1/g` of the gradients once per step over the outermost level
+    (a ring; hidden by ``dp_overlap``);
 
 * :math:`T_\text{optimizer}`: Adam over the rank's (ZeRO-sharded) parameters, memory-bound:
   30 bytes of HBM traffic per parameter (FP32 master, two moments and main gradient read;
@@ -93,7 +97,7 @@ _BF16 = 2.0
 _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "sp", "sched", "rec", "uneven",
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "uneven",
              "straggler", "attn", "fp8", "grad_bytes")
 
 
@@ -317,18 +321,25 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # DP: gradients, then (ZeRO 1-2) the updated weights
     dense_rank, expert_rank, edp = sh["dense_rank"], sh["expert_rank"], sh["edp"]
     n_dp = dp * cp
+    # hybrid sharding: ZeRO groups of n_sh ranks; their n_dp / n_sh replicas all-reduce the
+    # shards once per step across the outermost level
+    n_sh = jnp.where(q["shard"] > 0, q["shard"], n_dp)
     gb = q["grad_bytes"]
     ar, rs, ag = Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.ALL_GATHER
     o_dp, o_pg = c["o_dp"], c["o_pg"]
     grad_ar = _bucketed(c, ar, dense_rank, gb, n_dp, tp, o_dp)
-    grad_rs = _bucketed(c, rs, dense_rank, gb, n_dp, tp, o_dp)
-    gather = _bucketed(c, ag, dense_rank, _BF16, n_dp, tp, o_pg)
+    grad_rs = _bucketed(c, rs, dense_rank, gb, n_sh, tp, o_dp)
+    gather = _bucketed(c, ag, dense_rank, _BF16, n_sh, tp, o_pg)
+    outer = c["level_sizes"].shape[0] - 1
+    replicas = n_dp / n_sh
+    replica_ar = jnp.where(replicas > 1, _ring(ar, dense_rank / n_sh * gb, replicas,
+                                               c["level_bw"][outer] * c["eff_bw"], c["level_lat"][outer]), 0.0)
     if moe:
         grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
         gather = gather + _bucketed(c, ag, expert_rank, _BF16, edp, ep, o_pg)
     z3 = zero >= 3
-    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))
+    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs) + replica_ar)
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
     ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
@@ -339,7 +350,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     hidden = (tp_comm - exposed_tp) + (ep_comm - exposed_ep) + (pp_comm - exposed_pp) + (dp_grad + dp_param - exposed_dp)
     compute = compute + jnp.minimum(hidden, compute) * c["comm_sm"] / (1.0 - c["comm_sm"])
     # per-step terms
-    shard1 = jnp.where(zero >= 1, n_dp, 1.0)
+    shard1 = jnp.where(zero >= 1, n_sh, 1.0)
     eshard1 = jnp.where(zero >= 1, edp, 1.0)
     params_opt = dense_rank / shard1 + expert_rank / eshard1
     optimizer = params_opt * _ADAM_BYTES / c["mem_bw"]
@@ -382,7 +393,7 @@ def _jit_kernel(c: dict, q: dict) -> dict:
 
 def _plan_arrays(plan: Plan, straggler: float) -> dict:
     return dict(tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
-                mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage,
+                mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)],
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
@@ -465,6 +476,6 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     """
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
-    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0))
+    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape))
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})

@@ -121,7 +121,7 @@ def test_the_tpu_v5p_gemm_fraction_is_its_one_fit_run():
     suite = SUITE.parent / "tpu_training_runs.toml"
     runs = runs_from_cases(suite, role="fit")
     hold = runs_from_cases(suite, role="holdout")
-    assert len(runs) == 1 and len(hold) == 7
+    assert len(runs) == 1 and len(hold) == 15  # seven single-slice rows, eight two-slice ones
     assert not {r.name for r in runs} & {r.name for r in hold}
     hw = load_hardware("tpu_v5p")
     cal = calibrate(runs, ["gemm_peak_fraction"], start=dataclasses.replace(hw.kernels, gemm_peak_fraction=0.5))
