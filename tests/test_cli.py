@@ -616,3 +616,5 @@ def test_train_states_the_moe_caveat(capsys):
     assert run_json(capsys, "train", PLAN)["caveats"] == []
     code, out, _ = run(capsys, "train", "deepseek_v3_h800_2048")
     assert code == 0 and "caveat: mixture of experts" in out
+    ranked = run_json(capsys, "plan", "deepseek_v3_h800_2048", "--top", "2")
+    assert ranked["caveats"] == got["caveats"]

@@ -112,7 +112,8 @@ def run(args) -> int:
     if args.json:
         c.print_json({"command": "plan", "workload": workload.name, "hardware": hardware.name, "cards": cards,
                       "global_batch": batch, "overrides": [x.text for x in changes],
-                      "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows})
+                      "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
+                      "caveats": tr.plan_caveats(workload)})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
@@ -123,6 +124,8 @@ def run(args) -> int:
                                                 "schedule", "recompute")),
              f"{r['step_time_s']:.4f}", c.pct(r["mfu"]), f"{r['memory_bytes'] / 2**30:.1f}") for k, r in enumerate(rows)]
     print(c.table(body, head, right=(0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13)))
+    for note in tr.plan_caveats(workload):
+        print(f"\ncaveat: {note}")
     return 0
 
 

@@ -53,16 +53,18 @@ MOE_CAVEAT = ("mixture of experts: on ten published Megatron-Bridge 25.11 MoE ru
               "throughput as an upper bound (docs/background/scaling.md)")
 
 
-def plan_caveats(spec: PlanSpec) -> list[str]:
+def plan_caveats(spec) -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
-    when nothing is known against it). A mixture-of-experts workload gets
-    :data:`MOE_CAVEAT`.
+    when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the
+    :class:`~markovsim.training.Workload` alone (a plan search). A mixture-of-experts
+    workload gets :data:`MOE_CAVEAT`.
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
     []
     """
-    return [MOE_CAVEAT] if spec.workload.moe is not None else []
+    workload = spec.workload if isinstance(spec, PlanSpec) else spec
+    return [MOE_CAVEAT] if workload.moe is not None else []
 
 
 def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict[str, float]:
