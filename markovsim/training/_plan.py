@@ -43,8 +43,9 @@ class Precision(enum.Enum):
 
 class LayerSplit(enum.Enum):
     """How layers are cut into pipeline chunks: ``even`` (``pp * virtual_stages`` must
-    divide the layers) or ``uneven`` (some chunks hold one layer fewer; the step runs at
-    the pace of the fullest stage)."""
+    divide the layers) or ``uneven`` (some chunks hold one layer fewer, spread over the
+    stages as evenly as whole chunks allow; the step runs at the pace of the fullest
+    stage)."""
 
     EVEN = "even"
     UNEVEN = "uneven"

@@ -243,11 +243,15 @@ def _bucketed(c, kind, params, bytes_per, n, stride, overlap, xp=jnp):
 
 
 def stage_shares(c, q, xp=jnp):
-    """Layers and parameters of the fullest pipeline stage and its rank."""
+    r"""Layers and parameters of the fullest pipeline stage and its rank. An uneven split
+    gives :math:`r = L \bmod (p v)` chunks one layer more than the others, spread over the
+    stages: the fullest holds :math:`v \lfloor L/(p v) \rfloor + \lceil r/p \rceil` layers."""
     L = c["layers"]
     chunks = q["pp"] * q["v"]
-    per_chunk = xp.where(q["uneven"] > 0, xp.ceil(L / chunks), L / chunks)
-    stage_layers = per_chunk * q["v"]
+    small = xp.floor(L / chunks)
+    bigger = L - small * chunks  # chunks with one layer more
+    uneven_stage = q["v"] * small + xp.ceil(bigger / q["pp"])
+    stage_layers = xp.where(q["uneven"] > 0, uneven_stage, L / q["pp"])
     share = stage_layers / L
     return dict(stage_layers=stage_layers, stage_share=share, moe_stage=c["moe_layers"] * share,
                 dense_rank=c["dense_params"] * share / q["tp"], expert_rank=c["expert_params"] * share / q["ep"],

@@ -76,3 +76,4 @@ def test_the_plan_file_key():
     doc = {"workload": "llama3_8b", "hardware": "h100_sxm", "tp": 1, "pp": 1, "dp": 64, "global_batch": 128,
            "zero_stage": 3, "zero_shard_group": 8}
     assert plan_from_document(doc).plan.zero_shard_group == 8
+
