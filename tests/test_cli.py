@@ -618,3 +618,12 @@ def test_train_states_the_moe_caveat(capsys):
     assert code == 0 and "caveat: mixture of experts" in out
     ranked = run_json(capsys, "plan", "deepseek_v3_h800_2048", "--top", "2")
     assert ranked["caveats"] == got["caveats"]
+
+
+def test_train_states_the_linearity_caveat_with_a_linearity(capsys):
+    got = run_json(capsys, "train", PLAN, "--baseline", "4096", "--cards", "8192")
+    assert "upper bound" in got["scaling"]["caveat"]
+    code, out, _ = run(capsys, "train", PLAN, "--baseline", "4096", "--cards", "8192")
+    assert code == 0 and "caveat: linearity" in out
+    code, out, _ = run(capsys, "train", PLAN)
+    assert "caveat: linearity" not in out

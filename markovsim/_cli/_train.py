@@ -88,7 +88,7 @@ def run(args) -> int:
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
-                          "points": scaling}})
+                          "points": scaling, "caveat": _linearity_caveat()}})
         return 0
     print(f"{spec.name}  ({path})")
     print(f"{spec.workload.name} on {spec.hardware.name}: {plan.world_size} cards = tp {plan.tp} x pp {plan.pp} "
@@ -124,7 +124,14 @@ def run(args) -> int:
                         f"{r['tokens_per_s']:.4g}", f"{r['linearity']:.4f}") for r in scaling],
                       ("cards", "dp", "global batch", "step time (s)", "tokens/s", "linearity"),
                       right=(0, 1, 2, 3, 4, 5)))
+        print(f"\ncaveat: {_linearity_caveat()}")
     return 0
+
+
+def _linearity_caveat() -> str:
+    from ..training._outputs import LINEARITY_CAVEAT
+
+    return LINEARITY_CAVEAT
 
 
 def _batch(text: str):

@@ -53,6 +53,14 @@ MOE_CAVEAT = ("mixture of experts: on ten published Megatron-Bridge 25.11 MoE ru
               "throughput as an upper bound (docs/background/scaling.md)")
 
 
+#: what the validation measured for linearity (the scale-up rows of both shipped suites):
+#: said wherever the command line shows a linearity
+LINEARITY_CAVEAT = ("linearity: on 19 published scale-ups (MegaScale, MT-NLG, Llama 3, MaxText on TPU v5p) the "
+                    "model's linearity was higher than measured in 17 and within 2 points in 4 (largest gap "
+                    "12.6 points): per-step costs that grow with scale are missing; read it as an upper bound "
+                    "(docs/background/scaling.md)")
+
+
 def plan_caveats(spec) -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
     when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the

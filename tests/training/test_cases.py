@@ -73,3 +73,17 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     assert len(close) == 4 and all(abs(ratio[c] - 1) <= 0.16 for c in close)
     assert len(far) == 6 and all(1.45 <= ratio[c] <= 3.5 for c in far)
     assert "within 16 %" in MOE_CAVEAT and "1.5-3.5x" in MOE_CAVEAT
+
+
+def test_the_linearity_caveat_states_what_the_suites_measure():
+    """The caveat shown with every linearity quotes the scale-up rows of both shipped suites:
+    how many, how many the model over-predicts, how many within 2 points, the largest gap."""
+    from markovsim.training._outputs import LINEARITY_CAVEAT
+    rows = [r for suite in (SUITE, SUITE.parent / "tpu_training_runs.toml")
+            for r in validate_cases(suite).rows if r.role == "holdout" and r.output == "linearity"]
+    gaps = [100 * (r.predicted - r.reported) for r in rows]
+    assert len(rows) == 19
+    assert sum(g > 0 for g in gaps) == 17 and sum(abs(g) <= 2 for g in gaps) == 4
+    assert f"{max(abs(g) for g in gaps):.1f} points" == "12.6 points"
+    for said in ("19 published scale-ups", "higher than measured in 17", "within 2 points in 4", "12.6 points"):
+        assert said in LINEARITY_CAVEAT
