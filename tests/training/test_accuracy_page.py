@@ -1,0 +1,54 @@
+"""docs/background/accuracy.md quotes the shipped suites: its table and its linearity line
+are recomputed here from `validate_cases`, so a model change cannot leave the page stale."""
+
+import statistics
+from pathlib import Path
+
+from markovsim.validate import validate_cases
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu")]
+PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
+
+
+def _family(case: str) -> str:
+    if case.startswith("MegaScale 2024 Table 2"):
+        return "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"
+    if case.startswith("MegaScale 2024 Figure 9"):
+        return "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"
+    if case.startswith("MT-NLG"):
+        return "A100, Megatron-DeepSpeed (MT-NLG 530B), step time"
+    if case.startswith("Llama 3"):
+        return "H100, Llama 3 405B (8K and 131K context), TFLOP/s"
+    if case.startswith("DeepSeek-V3 2024"):
+        return "H800, DeepSeek-V3 (FP8, DualPipe), tokens/s"
+    if case.startswith("NeMo 24.07"):
+        return "H100 FP8, NeMo 24.07 (dense), tokens/s"
+    if case.startswith("MaxText"):
+        return f"TPU v5p, MaxText, {'two slices' if ' 2x ' in case else 'one slice'}, TFLOP/s"
+    if "DeepSeek" in case or "Qwen3-235B-A22B on 256 GB200" in case:
+        return "B200/GB200, large MoE (DeepSeek-V3, Qwen3-235B on GB200), tokens/s"
+    if "Qwen3" in case or "gpt-oss" in case:
+        return "H100/B200/GB200, small MoE (Qwen3-30B-A3B, gpt-oss-120b) and Qwen3-235B on B200, tokens/s"
+    if "H100" in case:
+        return "H100 FP8, Megatron-Bridge 25.11 (dense), tokens/s"
+    return "B200/GB200 FP8, Megatron-Bridge 25.11/26.02 (dense), tokens/s"
+
+
+def test_the_accuracy_page_is_the_suites():
+    rows = [r for s in SUITES for r in validate_cases(s).rows if r.role == "holdout"]
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        if r.output != "linearity":
+            groups.setdefault(_family(r.case), []).append(100 * r.error)
+    for family, errors in groups.items():
+        a = [abs(e) for e in errors]
+        line = (f"| {family} | {len(errors)} | {sum(x <= 10 for x in a)} | {statistics.median(a):.1f} % | "
+                f"{min(errors):+.1f} % to {max(errors):+.1f} % |")
+        assert line in PAGE, line
+    assert PAGE.count("\n| ") - 1 == len(groups)  # header + one line per family, no stale extra rows
+    gaps = [100 * (r.predicted - r.reported) for r in rows if r.output == "linearity"]
+    said = (f"({len(gaps)} published scale-ups in the two suites): within 2 points in "
+            f"{sum(abs(g) <= 2 for g in gaps)}, the model's")
+    assert said in PAGE
+    assert f"median gap {statistics.median(abs(g) for g in gaps):.1f} points" in PAGE
