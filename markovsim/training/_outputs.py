@@ -26,11 +26,12 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .._errors import SolverError
+from .._errors import InvalidParameterError, SolverError
 from .._io import ModelKind, Table
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
 from ._step import StepBreakdown, step_time
+from ._workload import Workload
 
 __all__ = ["PLAN_OUTPUT_UNITS", "plan_outputs", "plan_caveats", "linearity_points", "batch_rule", "MODEL_KIND"]
 
@@ -61,7 +62,7 @@ LINEARITY_CAVEAT = ("linearity: on 19 published scale-ups (MegaScale, MT-NLG, Ll
                     "(docs/background/scaling.md)")
 
 
-def plan_caveats(spec) -> list[str]:
+def plan_caveats(spec: "PlanSpec | Workload") -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
     when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the
     :class:`~markovsim.training.Workload` alone (a plan search). A mixture-of-experts
@@ -71,7 +72,12 @@ def plan_caveats(spec) -> list[str]:
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
     []
     """
-    workload = spec.workload if isinstance(spec, PlanSpec) else spec
+    if isinstance(spec, PlanSpec):
+        workload = spec.workload
+    elif isinstance(spec, Workload):
+        workload = spec
+    else:
+        raise InvalidParameterError(f"spec={spec!r}: expected a PlanSpec (load_plan) or a Workload")
     return [MOE_CAVEAT] if workload.moe is not None else []
 
 
