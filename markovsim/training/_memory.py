@@ -53,7 +53,7 @@ import numpy as np
 from ._pipeline import SCHEDULE_CODES, Schedule
 from ._workload import Recompute
 
-__all__ = ["activation_bytes_per_layer", "in_flight", "state_bytes"]
+__all__ = ["activation_bytes_per_layer", "in_flight", "state_bytes", "zero_group"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
 
@@ -110,10 +110,16 @@ def in_flight(q, m, xp):
     return xp.minimum(n, m * xp.where(sched == sc[Schedule.GPIPE], 1.0, v))
 
 
+def zero_group(q, xp):
+    """Data-parallel ranks one ZeRO shard group spans: ``zero_shard_group``, or every one of
+    the ``dp x cp`` ranks when it is 0."""
+    return xp.where(q["shard"] > 0, q["shard"], q["dp"] * q["cp"])
+
+
 def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
     """Weights, gradients and optimizer states of one rank, bytes (three arrays)."""
     zero = q["zero"]
-    dp = xp.where(q["shard"] > 0, q["shard"], q["dp"] * q["cp"])  # the ZeRO shard group
+    dp = zero_group(q, xp)
 
     def shard(stage, params, d):
         return params / xp.where(zero >= stage, d, 1.0)

@@ -82,7 +82,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
-from ._memory import activation_bytes_per_layer, in_flight, state_bytes
+from ._memory import activation_bytes_per_layer, in_flight, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
@@ -327,17 +327,16 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     n_dp = dp * cp
     # hybrid sharding: ZeRO groups of n_sh ranks; their n_dp / n_sh replicas all-reduce the
     # shards once per step across the outermost level
-    n_sh = jnp.where(q["shard"] > 0, q["shard"], n_dp)
+    n_sh = zero_group(q, jnp)
     gb = q["grad_bytes"]
     ar, rs, ag = Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.ALL_GATHER
     o_dp, o_pg = c["o_dp"], c["o_pg"]
     grad_ar = _bucketed(c, ar, dense_rank, gb, n_dp, tp, o_dp)
     grad_rs = _bucketed(c, rs, dense_rank, gb, n_sh, tp, o_dp)
     gather = _bucketed(c, ag, dense_rank, _BF16, n_sh, tp, o_pg)
-    outer = c["level_sizes"].shape[0] - 1
     replicas = n_dp / n_sh
-    replica_ar = jnp.where(replicas > 1, _ring(ar, dense_rank / n_sh * gb, replicas,
-                                               c["level_bw"][outer] * c["eff_bw"], c["level_lat"][outer]), 0.0)
+    bw_out, lat_out = _level(c, jnp.full_like(n_dp, jnp.inf))  # the outermost level
+    replica_ar = jnp.where(replicas > 1, _ring(ar, dense_rank / n_sh * gb, replicas, bw_out, lat_out), 0.0)
     if moe:
         grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
