@@ -52,7 +52,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
     sh = stage_shares(c, q, np)
-    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np)
+    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
     dense, moe = activation_bytes_per_layer(c, q, np)
     m = q["gbs"] / (q["dp"] * q["mb"])
     act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])

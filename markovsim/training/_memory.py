@@ -4,7 +4,10 @@ Model states, bytes per parameter held by the rank (its share of the dense weigh
 tensor and pipeline parallelism, of the expert weights after expert parallelism):
 
 * weights: 2 (BF16), sharded over data parallelism with ZeRO-3; FP8 runs keep an FP8 copy
-  and its transpose, 2 more;
+  and its transpose of the weights the rank holds, 2 more (sharded too under ZeRO-3);
+  ZeRO-3 adds its gather buffers: two layers' weights in BF16 (the layer computed and the
+  one prefetched; a layer's share is the stage's weights over its layers, embeddings
+  included);
 * gradients: 4 (FP32 main gradients) or 2 (``grad_reduce = "bf16"``), sharded with ZeRO-2
   and ZeRO-3;
 * optimizer: 12 (FP32 master weights, Adam's two moments), sharded with ZeRO-1 and up
@@ -56,6 +59,7 @@ from ._workload import Recompute
 __all__ = ["activation_bytes_per_layer", "in_flight", "state_bytes", "zero_group"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
+_BF16_BYTES = 2.0
 
 
 def activation_bytes_per_layer(c, q, xp):
@@ -116,8 +120,12 @@ def zero_group(q, xp):
     return xp.where(q["shard"] > 0, q["shard"], q["dp"] * q["cp"])
 
 
-def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
-    """Weights, gradients and optimizer states of one rank, bytes (three arrays)."""
+def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
+    """Weights, gradients and optimizer states of one rank, bytes (three arrays).
+
+    ``stage_layers``: layers of the rank's stage, for the ZeRO-3 gather buffers (two layers'
+    weights, gathered in BF16: the layer being computed and the one prefetched); ``None``
+    leaves them out."""
     zero = q["zero"]
     dp = zero_group(q, xp)
 
@@ -127,7 +135,11 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp):
     def both(stage):
         return shard(stage, dense_rank, dp) + shard(stage, expert_rank, edp)
 
-    weights = 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * (dense_rank + expert_rank), 0.0)
+    # the FP8 copy (and transpose) is made of the weights the rank holds: its shard under ZeRO-3
+    weights = 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * both(3), 0.0)
+    if stage_layers is not None:
+        gathered = 2.0 * _BF16_BYTES * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)
+        weights = weights + xp.where(zero >= 3, gathered, 0.0)
     grads = q["grad_bytes"] * both(2)
     optimizer = 12.0 * both(1)
     return weights, grads, optimizer

@@ -370,7 +370,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     step = (compute + bubble + exposed_tp + exposed_ep + exposed_pp + exposed_dp + optimizer + grad_norm + sync
             + overhead + data_loading + straggler)
     # memory
-    weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp)
+    weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
     dense_act, moe_act = activation_bytes_per_layer(c, q, jnp)
     act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
     memory = weights + grads + opt_states + act_bytes

@@ -1,0 +1,37 @@
+"""Model states per rank under ZeRO-3: the FP8 copy shards with the weights, and the
+gather buffers hold two layers' BF16 weights (the layer computed and the one prefetched)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pytest
+
+from markovsim.training import Plan, Workload, load_hardware
+from markovsim.training._inspect import memory_breakdown
+
+W = Workload("zero3-test", layers=16, hidden=2048, ffn_hidden=8192, heads=16, kv_heads=16, vocab=32000, seq_len=2048)
+HW = load_hardware("h100_sxm")
+
+
+def _weights(dp, zero, precision):
+    plan = Plan(tp=1, pp=1, dp=dp, global_batch=dp, micro_batch=1, zero_stage=zero, precision=precision)
+    return memory_breakdown(W, HW, plan).weights
+
+
+@settings(max_examples=30, deadline=None)
+@given(dp=st.sampled_from([2, 4, 8, 16, 64, 512]), precision=st.sampled_from(["bf16", "fp8"]))
+def test_zero3_weights_are_the_shard_plus_two_gathered_layers(dp, precision):
+    # ZeRO-1 holds every weight: 2 bytes each, 4 with the FP8 copy and its transpose
+    whole = _weights(dp, 1, precision)
+    per_param = 4.0 if precision == "fp8" else 2.0
+    params = whole / per_param
+    expected = whole / dp + 2 * 2.0 * params / W.layers
+    assert _weights(dp, 3, precision) == pytest.approx(expected, rel=1e-12)
+
+
+def test_zero3_fp8_weights_no_longer_count_an_unsharded_copy():
+    """The bug this replaces: 64-way FSDP with FP8 counted an FP8 copy of every weight."""
+    fp8, bf16 = _weights(64, 3, "fp8"), _weights(64, 3, "bf16")
+    whole_bf16 = _weights(64, 1, "bf16")
+    assert fp8 - bf16 == pytest.approx(2.0 * (whole_bf16 / 2.0) / 64, rel=1e-12)
+    assert fp8 < 0.2 * whole_bf16
