@@ -45,7 +45,9 @@ class LayerSplit(enum.Enum):
     """How layers are cut into pipeline chunks: ``even`` (``pp * virtual_stages`` must
     divide the layers) or ``uneven`` (some chunks hold one layer fewer, spread over the
     stages as evenly as whole chunks allow; the step runs at the pace of the fullest
-    stage)."""
+    stage). Uneven allows up to ``layers + 2`` chunks: Megatron-core's
+    ``account_for_embedding_in_pipeline_split`` and ``account_for_loss_in_pipeline_split``
+    give the embedding and the loss a chunk slot each (126 layers on 16 x 8 chunks)."""
 
     EVEN = "even"
     UNEVEN = "uneven"
@@ -102,7 +104,8 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
 
     Checks: positive integer degrees; TP divides the attention heads (and the KV heads, or
     is a multiple of them); ``pp * virtual_stages`` divides the layers (unless
-    ``layer_split`` is uneven, when it must not exceed them); EP divides the routed experts
+    ``layer_split`` is uneven, when it must not exceed them plus two: Megatron-core can
+    count the embedding and the loss as a layer each); EP divides the routed experts
     and the ``tp * cp * dp`` ranks of a stage; CP divides the sequence; the global batch is
     a whole number of micro-batches on every replica; the schedule's own domain; and, if
     ``world_size`` is given, that the plan tiles it exactly. (Memory is checked by
@@ -144,9 +147,13 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError(
             f"plan.pp={plan.pp} x virtual_stages={plan.virtual_stages} = {chunks}: must divide "
             f"the layers ({w.name}: layers={w.layers}); use layer_split='uneven' for an uneven cut")
-    if chunks > w.layers:
+    # Megatron-core can count the embedding and the loss as one layer each in the split
+    # (account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split): up to
+    # L + 2 chunks, the first and the last holding no transformer layer beside them
+    if chunks > w.layers + 2:
         raise InvalidParameterError(
-            f"plan.pp x virtual_stages = {chunks}: more pipeline chunks than layers ({w.layers})")
+            f"plan.pp x virtual_stages = {chunks}: more pipeline chunks than layers ({w.layers}) "
+            "plus the embedding and the loss (at most layers + 2)")
     if plan.ep > 1:
         if w.moe is None:
             raise InvalidParameterError(f"plan.ep={plan.ep}: {w.name} is dense (no experts)")
