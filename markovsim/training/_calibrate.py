@@ -43,7 +43,7 @@ DEFAULT_BOUNDS = {
     "gemm_peak_fraction": (0.3, 1.0), "gemm_traffic": (0.0, 20.0), "attention_peak_fraction": (0.1, 1.0),
     "memory_bandwidth_fraction": (0.2, 1.0), "collective_bandwidth_fraction": (0.2, 1.0),
     "step_overhead_s": (0.0, 30.0), "interleave_efficiency": (0.0, 1.0),
-    "fp8_gemm_peak_fraction": (0.2, 1.0),
+    "fp8_gemm_peak_fraction": (0.2, 1.0), "moe_expert_overhead_s": (0.0, 0.01),
 }
 
 

@@ -52,6 +52,9 @@ KEY_DOCS = {
                                           "(0: the 1F1B bubble, 1: (pp-1)/v)"),
         "kernels.fp8_gemm_peak_fraction": ("fraction of the FP8 peak a large FP8 GEMM reaches "
                                            "(0 or absent: the BF16 gemm_peak_fraction)"),
+        "kernels.moe_expert_overhead": ("fixed cost per local expert of one MoE layer and micro-batch, forward "
+                                        "and backward (launches, host synchronisation of the dropless path); "
+                                        "0 or absent: not modelled"),
         "hbm": "HBM per card",
         "hbm_bandwidth": "HBM bandwidth per card",
         "levels": "link hierarchy, innermost first; the last covers the cluster",

@@ -104,11 +104,11 @@ def _level(lv: Table) -> LinkLevel:
 
 def _kernels(t: Table) -> KernelModel:
     d = KernelModel()
-    kinds = {"step_overhead_s": None}
+    times = {"step_overhead_s": "step_overhead", "moe_expert_overhead_s": "moe_expert_overhead"}
     values = {}
     for f in dataclasses.fields(KernelModel):
-        if f.name in kinds:
-            values[f.name] = t.quantity("step_overhead", "time", d.step_overhead_s)
+        if f.name in times:
+            values[f.name] = t.quantity(times[f.name], "time", getattr(d, f.name), minimum=0.0)
         else:
             values[f.name] = t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0)
     t.finish()

@@ -14,7 +14,9 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
   so half of these), timed operator by operator
   (module ``_operators``) on the hardware's fitted kernel model; with ``efficiency.compute``
   given instead, every hardware FLOP at that fraction of peak (the single-scalar model,
-  kept for hardware without a fitted kernel model). Communication hidden behind compute
+  kept for hardware without a fitted kernel model); each MoE layer adds the kernel
+  model's ``moe_expert_overhead_s`` per local expert (launches and host synchronisation of
+  the dropless path; 0 in every preset). Communication hidden behind compute
   takes ``comm_sm_fraction`` of the cores: the compute it overlaps runs
   :math:`1/(1-f)` slower;
 * :math:`T_\text{bubble} = t_\text{mb}\, b/3`, the per-stage idle time :math:`b` of the
@@ -182,6 +184,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
         comm_sm=efficiency.comm_sm_fraction,
         eta_interleave=float(kernels.interleave_efficiency if not legacy else 1.0), mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
+        moe_expert_s=float(kernels.moe_expert_overhead_s if not legacy else 0.0),
     )
     return c
 
@@ -281,7 +284,10 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
         # DualPipe feeds micro-batches from both ends: the rank holding the last stage runs it
         # for half of them and the first stage (no head) for the other half
         head = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], 0.5, 1.0) * (lt["logit"] + t_mtp)
-        t_mb = (sh["stage_layers"] - sh["moe_stage"]) * lt["dense"] + sh["moe_stage"] * lt["moe"] + head
+        # the dropless MoE layer's host cost per local expert (kernels.moe_expert_overhead_s):
+        # the layer runs at the pace of the slower of the device and the host
+        moe_layer = jnp.maximum(lt["moe"], c["moe_expert_s"] * c["experts"] / ep)
+        t_mb = (sh["stage_layers"] - sh["moe_stage"]) * lt["dense"] + sh["moe_stage"] * moe_layer + head
     compute = m * t_mb
     one = jnp.ones_like(tp)
     bubble = t_mb * idle_per_stage(sched, pp, v, one, one, one, xp=jnp) / 3.0

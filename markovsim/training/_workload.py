@@ -129,6 +129,18 @@ class Workload:
     dropout: bool = False  # attention and hidden dropout in training (GPT-3-era models)
     causal: bool = True  # causal (decoder) attention mask
 
+    def __post_init__(self):
+        # the enum fields take their values as strings too ("swiglu", "mla"), as the files do
+        for name, kind in (("ffn_kind", FFNKind), ("attention", Attention)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(str(value).lower()))
+                except ValueError:
+                    raise InvalidParameterError(
+                        f"{self.name}.{name}={value!r}: expected one of {', '.join(k.value for k in kind)}"
+                    ) from None
+
     def validate(self) -> "Workload":
         """Check the architecture (concrete values); returns ``self``."""
         for name in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"):
