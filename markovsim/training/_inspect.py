@@ -16,7 +16,7 @@ from ._hardware import Efficiency, Hardware
 from ._memory import activation_bytes_per_layer, in_flight, state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
-from ._step import _plan_arrays, kernel_constants, stage_shares
+from ._step import _plan_arrays, kernel_constants, recompute_split, stage_shares
 from ._workload import Workload
 
 __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
@@ -53,7 +53,9 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
     sh = stage_shares(c, q, np)
     weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
-    dense, moe = activation_bytes_per_layer(c, q, np)
+    q_kept, q_full, phi = recompute_split(c, q, sh, np)
+    (dense_k, moe_k), (dense_f, moe_f) = (activation_bytes_per_layer(c, x, np) for x in (q_kept, q_full))
+    dense, moe = dense_k + phi * (dense_f - dense_k), moe_k + phi * (moe_f - moe_k)
     m = q["gbs"] / (q["dp"] * q["mb"])
     act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
     total = float(weights + grads + opt + act)

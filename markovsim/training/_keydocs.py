@@ -81,6 +81,8 @@ KEY_DOCS = {
         "sequence_parallel": "whether activations are split along the sequence in TP regions",
         "schedule": "pipeline schedule",
         "recompute": "activation recomputation",
+        "recompute_layers": ("with recompute = 'full': layers of each pipeline chunk recomputed, the rest keep "
+                             "their activations (Megatron's block method); 0: every layer"),
         "layer_split": "how layers are cut into pipeline chunks",
         "attention_kernel": "fused (flash) or unfused attention",
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",

@@ -38,7 +38,8 @@ bytes). With tensor parallelism :math:`t` and sequence parallelism everything is
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
 Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
 ``full`` keeps only each layer's input, :math:`2h` (divided by :math:`t` with sequence
-parallelism).
+parallelism); with ``recompute_layers`` = :math:`k` only :math:`k` layers of each pipeline
+chunk do, the others keeping everything (Megatron-core's block method).
 
 The first pipeline stage holds the most: the activations of :math:`p` micro-batches of its
 :math:`L/p` layers under 1F1B (:math:`L` layers' worth), times :math:`1 + (p-1)/(p v)`

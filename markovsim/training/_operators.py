@@ -198,7 +198,8 @@ def _elementwise_bytes(c, q, xp):
 
 def layer_times(c, q, xp):
     """Seconds per micro-batch on one rank: forward + backward (+ recomputation) of one
-    dense layer, of one MoE layer, and of the last stage's logits and loss."""
+    dense layer, of one MoE layer, and of the last stage's logits and loss; and one forward
+    of each kind of layer (``dense_forward``, ``moe_forward``)."""
     fp8 = q["fp8"] > 0
     precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
@@ -221,7 +222,9 @@ def layer_times(c, q, xp):
     dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.where(full, dense_f, 0.0)
     moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.where(full, moe_f, 0.0)
     logit = 3.0 * parts["logit"] + logit_b / bw
-    return dict(dense=dense_layer, moe=moe_layer, logit=logit)
+    # one forward of each layer: what full recomputation adds to a layer that is not recomputed
+    return dict(dense=dense_layer, moe=moe_layer, logit=logit, dense_forward=attn_f + dense_f,
+                moe_forward=attn_f + moe_f)
 
 
 

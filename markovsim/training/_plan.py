@@ -65,7 +65,10 @@ class Plan:
     (HSDP; Megatron-core's distributed-optimizer instances, MaxText's FSDP inside a slice):
     ZeRO shards over groups of this many data-parallel ranks and the ``dp x cp / group``
     replicas all-reduce their shards across the outermost network level once per step; 0
-    (default) shards over all of them.
+    (default) shards over all of them. ``recompute_layers``: with ``recompute = "full"``,
+    recompute only this many layers of each pipeline chunk and keep the others' activations
+    (Megatron-core's ``--recompute-method block --recompute-num-layers``); 0 (default)
+    recomputes every layer.
     """
 
     tp: int
@@ -81,6 +84,7 @@ class Plan:
     sequence_parallel: bool = True
     schedule: Schedule = Schedule.ONE_F_ONE_B
     recompute: Recompute = Recompute.NONE
+    recompute_layers: int = 0
     layer_split: LayerSplit = LayerSplit.EVEN
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
@@ -128,6 +132,11 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
                 f"plan.zero_shard_group={g}: must divide the dp x cp = {ranks} data-parallel ranks "
                 "(0: shard over all of them)")
     sched = _schedule(plan.schedule)
+    rl = check_integer("plan.recompute_layers", plan.recompute_layers, minimum=0)
+    if rl and Recompute(plan.recompute) is not Recompute.FULL:
+        raise InvalidParameterError(
+            f"plan.recompute_layers={rl}: recomputes whole layers, so it needs recompute='full' "
+            f"(got recompute={Recompute(plan.recompute).value!r}); expected 0 or recompute='full'")
     AttentionKernel(plan.attention_kernel)
     if Precision(plan.precision) is Precision.FP32:
         raise InvalidParameterError("plan.precision='fp32': expected 'bf16' or 'fp8' (the GEMM format)")
@@ -154,6 +163,11 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError(
             f"plan.pp x virtual_stages = {chunks}: more pipeline chunks than layers ({w.layers}) "
             "plus the embedding and the loss (at most layers + 2)")
+    most = -(-w.layers // chunks)
+    if plan.recompute_layers > most:
+        raise InvalidParameterError(
+            f"plan.recompute_layers={plan.recompute_layers}: a pipeline chunk holds at most {most} layers "
+            f"({w.name}: {w.layers} layers on pp x virtual_stages = {chunks} chunks); expected 0..{most}")
     if plan.ep > 1:
         if w.moe is None:
             raise InvalidParameterError(f"plan.ep={plan.ep}: {w.name} is dense (no experts)")

@@ -19,6 +19,10 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
   the dropless path; 0 in every preset). Communication hidden behind compute
   takes ``comm_sm_fraction`` of the cores: the compute it overlaps runs
   :math:`1/(1-f)` slower;
+  With ``recompute_layers`` (partial full recomputation, Megatron-core's block method),
+  every per-layer quantity (time, FLOPs, TP and EP transfers, activations) is that of the
+  layers kept plus the share :math:`\phi` of recomputed layers times the difference to full
+  recomputation (:func:`recompute_split`);
 * :math:`T_\text{bubble} = t_\text{mb}\, b/3`, the per-stage idle time :math:`b` of the
   schedule in block units (:func:`~markovsim.training._pipeline.idle_per_stage`,
   F:B:W = 1:1:1);
@@ -99,7 +103,7 @@ _BF16 = 2.0
 _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "uneven",
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers", "uneven",
              "straggler", "attn", "fp8", "grad_bytes")
 
 
@@ -261,6 +265,21 @@ def stage_shares(c, q, xp=jnp):
                 edp=q["tp"] * q["cp"] * q["dp"] / q["ep"])
 
 
+def recompute_split(c, q, sh, xp=jnp):
+    r"""Partial full recomputation (``recompute_layers``, Megatron-core's block method): the
+    plan arrays for the layers kept (``rec`` none where only some layers are recomputed),
+    the arrays with every layer recomputed, and the share :math:`\phi` of the fullest
+    stage's layers that are recomputed (0 unless ``recompute_layers`` is set); a quantity
+    per layer is then ``kept + phi (full - kept)``."""
+    full_code, none_code = float(RECOMPUTE_CODES[Recompute.FULL]), float(RECOMPUTE_CODES[Recompute.NONE])
+    chunk_layers = sh["stage_layers"] / q["v"]
+    partial = (q["rec"] == full_code) & (q["rec_layers"] > 0)
+    phi = xp.where(partial, xp.minimum(q["rec_layers"], chunk_layers) / xp.maximum(chunk_layers, 1e-300), 0.0)
+    kept = dict(q, rec=xp.where(partial, none_code, q["rec"]))
+    full = dict(q, rec=xp.full_like(q["rec"], full_code))
+    return kept, full, phi
+
+
 def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     """All plans at once: ``q`` holds arrays under :data:`PLAN_KEYS`; returns arrays.
     Static switches: ``legacy``, the single-scalar compute model instead of the operators;
@@ -269,17 +288,22 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     q = {k: f(k) for k in PLAN_KEYS}
     tp, pp, dp, ep, cp, v = q["tp"], q["pp"], q["dp"], q["ep"], q["cp"], q["v"]
     mb, gbs, zero, sp = q["mb"], q["gbs"], q["zero"], q["sp"]
-    sched, rec = q["sched"], q["rec"].astype(int)
     s, h = c["seq"], c["hidden"]
     sh = stage_shares(c, q)
+    # partial recomputation: each per-layer quantity is kept + phi (full - kept)
+    q_kept, q_full, phi = recompute_split(c, q, sh)
+    sched, rec = q["sched"], q_kept["rec"].astype(int)
     m = gbs / (dp * mb)
     world = tp * pp * dp * cp
     # compute: operators, or one scalar efficiency
-    hw_flops = jnp.asarray(c["hw_flops"])[rec]
+    hw_all = jnp.asarray(c["hw_flops"])
+    hw_flops = hw_all[rec] + phi * (hw_all[RECOMPUTE_CODES[Recompute.FULL]] - hw_all[rec])
     if legacy:
         t_mb = mb * s * hw_flops * sh["stage_share"] / (tp * cp) / (c["peak"] * c["e_compute"])
     else:
-        lt = layer_times(c, q, jnp)
+        # the layers kept are not recomputed where phi > 0: recomputing adds one forward
+        lt = layer_times(c, q_kept, jnp)
+        lt = dict(lt, dense=lt["dense"] + phi * lt["dense_forward"], moe=lt["moe"] + phi * lt["moe_forward"])
         t_mtp = c["mtp"] * (jnp.where(c["mtp_moe"] > 0, lt["moe"], lt["dense"]) + lt["logit"])
         # DualPipe feeds micro-batches from both ends: the rank holding the last stage runs it
         # for half of them and the first stage (no head) for the other half
@@ -297,7 +321,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # TP (+ CP ring attention)
     act = mb * s * h * _BF16 / cp
     bw, lat = _level(c, tp)
-    n_tp = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], 6.0, 4.0)
+    n_tp = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], 6.0, 4.0) + 2.0 * phi
     tp_comm = sh["stage_layers"] * m * n_tp * _ring(Collective.ALL_REDUCE, act, tp, bw, lat)
     bw, lat = _level(c, tp * cp)
     kv_block = mb * (s / cp) * c["kv_heads"] * (c["d_qk"] + c["d_v"]) * _BF16 / tp
@@ -319,8 +343,8 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
 
     if moe:
         ep_layer = a2a(h * disp) + 3.0 * a2a(h * _BF16)
-        ep_layer = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], ep_layer + a2a(h * disp) + a2a(h * _BF16),
-                             ep_layer)
+        repeat = a2a(h * disp) + a2a(h * _BF16)  # full recomputation repeats the forward's pair
+        ep_layer = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], ep_layer + repeat, ep_layer) + phi * repeat
         ep_comm = jnp.where(ep > 1, sh["moe_stage"] * m * ep_layer, 0.0)
     else:
         ep_comm = jnp.zeros_like(tp)
@@ -377,7 +401,8 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
             + overhead + data_loading + straggler)
     # memory
     weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
-    dense_act, moe_act = activation_bytes_per_layer(c, q, jnp)
+    (dense_kept, moe_kept), (dense_full, moe_full) = (activation_bytes_per_layer(c, x, jnp) for x in (q_kept, q_full))
+    dense_act, moe_act = dense_kept + phi * (dense_full - dense_kept), moe_kept + phi * (moe_full - moe_kept)
     act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
     memory = weights + grads + opt_states + act_bytes
     tokens_per_s = gbs * s / step
@@ -404,7 +429,7 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
     return dict(tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
-                rec=RECOMPUTE_CODES[Recompute(plan.recompute)],
+                rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
@@ -472,8 +497,10 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     Args:
         plans: arrays of equal shape under :data:`PLAN_KEYS` (``sched`` and ``rec`` as
             integer codes, see :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`; ``attn``
-            1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2; these
-            three default to flash, BF16 and FP32 when absent). No validity checks: the
+            1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2,
+            ``shard`` the ZeRO shard group, ``rec_layers`` the layers per chunk recomputed
+            under full recomputation; these default to flash, BF16, FP32, all ranks and every
+            layer when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
@@ -485,6 +512,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     """
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
-    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape))
+    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
+                rec_layers=np.zeros(shape))
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})
