@@ -121,7 +121,7 @@ def run(args) -> int:
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")
     body = [(str(k + 1), *(str(r[x]) for x in ("tp", "pp", "dp", "ep", "cp", "virtual_stages", "micro_batch", "zero_stage",
-                                                "schedule", "recompute")),
+                                                "schedule")), _recompute(r),
              f"{r['step_time_s']:.4f}", c.pct(r["mfu"]), f"{r['memory_bytes'] / 2**30:.1f}") for k, r in enumerate(rows)]
     print(c.table(body, head, right=(0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13)))
     for note in tr.plan_caveats(workload):
@@ -136,9 +136,14 @@ def _row(plans: dict, out: dict, i: int) -> dict:
             "ep": int(plans["ep"][i]), "cp": int(plans["cp"][i]), "virtual_stages": int(plans["v"][i]),
             "micro_batch": int(plans["mb"][i]), "zero_stage": int(plans["zero"][i]),
             "schedule": schedules[int(plans["sched"][i])].value, "recompute": recomputes[int(plans["rec"][i])].value,
-            "uneven_layers": bool(plans["uneven"][i]), "step_time_s": float(out["step_time"][i]),
+            "recompute_layers": int(plans["rec_layers"][i]), "uneven_layers": bool(plans["uneven"][i]), "step_time_s": float(out["step_time"][i]),
             "mfu": float(out["mfu"][i]), "tokens_per_s": float(out["tokens_per_s"][i]),
             "memory_bytes": float(out["memory_bytes"][i])}
+
+
+def _recompute(r: dict) -> str:
+    """``full`` or, for partial recomputation, ``full (k per chunk)``."""
+    return f"{r['recompute']} ({r['recompute_layers']} per chunk)" if r["recompute_layers"] else r["recompute"]
 
 
 def _label(r: dict) -> str:

@@ -2,7 +2,8 @@
 
 Candidates: every combination of TP (powers of two up to ``max_tp``), PP (divisors of
 the cards up to ``max_pp``), virtual stages, EP (divisors of the routed experts), CP,
-micro-batch, ZeRO stage, recomputation and schedule. Validity (the rules of
+micro-batch, ZeRO stage, recomputation (none, selective, full, and full recomputation of a
+share of each pipeline chunk's layers, ``partial_recompute``) and schedule. Validity (the rules of
 :func:`validate_plan`, the schedule's domain, and the HBM limit) is a mask computed with
 numpy and the kernel; the best plan is the valid one with the shortest step.
 """
@@ -38,10 +39,22 @@ class SearchResult:
 
 def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp: int = 8,
                     max_pp: int = 64, virtual_stages=(1, 2, 3, 4, 6, 8), context_parallel=(1, 2),
-                    micro_batches=(1, 2, 4), zero_stages=(0, 1, 2, 3)) -> tuple[dict, np.ndarray]:
+                    micro_batches=(1, 2, 4), zero_stages=(0, 1, 2, 3),
+                    partial_recompute=(0.5,)) -> tuple[dict, np.ndarray]:
     """All combinations as arrays, and the mask of those that obey the divisibility and
-    schedule rules (memory is checked by the kernel)."""
+    schedule rules (memory is checked by the kernel). ``partial_recompute``: shares of each
+    pipeline chunk's layers recomputed in full (Megatron-core's block method; rounded to
+    whole layers, at least one and one fewer than the chunk holds), each one more mode
+    beside none, selective and full."""
     w = workload.validate()
+    try:
+        shares = tuple(float(x) for x in partial_recompute)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"partial_recompute={partial_recompute!r}: expected a sequence of shares "
+                                    "strictly between 0 and 1") from None
+    if any(not 0.0 < x < 1.0 for x in shares):
+        raise InvalidParameterError(f"partial_recompute={partial_recompute!r}: expected shares strictly between 0 and 1")
+    modes = [(RECOMPUTE_CODES[r], 0.0) for r in _RECOMPUTES] + [(RECOMPUTE_CODES[Recompute.FULL], x) for x in shares]
     n = check_integer("cards", cards, minimum=1)
     gbs = check_integer("global_batch", global_batch, minimum=1)
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max_tp]
@@ -49,8 +62,12 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     eps = [1] if w.moe is None else [e for e in range(1, w.moe.routed_experts + 1)
                                      if w.moe.routed_experts % e == 0]
     grids = np.meshgrid(tps, pps, list(virtual_stages), eps, list(context_parallel), list(micro_batches),
-                        list(zero_stages), range(len(_RECOMPUTES)), range(len(_SCHEDULES)), indexing="ij")
-    tp, pp, v, ep, cp, mb, zero, rec, sched = (g.ravel() for g in grids)
+                        list(zero_stages), range(len(modes)), range(len(_SCHEDULES)), indexing="ij")
+    tp, pp, v, ep, cp, mb, zero, mode, sched = (g.ravel() for g in grids)
+    rec = np.array([code for code, _ in modes])[mode]
+    share = np.array([x for _, x in modes])[mode]
+    most = -(-w.layers // (pp * v))  # the fullest chunk's layers
+    rec_layers = np.where(share > 0, np.clip(np.rint(share * most), 1, np.maximum(most - 1, 1)), 0).astype(int)
     unit = tp * pp * cp
     dp = np.where(n % unit == 0, n // np.maximum(unit, 1), 0)
     ok = (dp >= 1) & (n % unit == 0)
@@ -58,6 +75,7 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     if w.attention is Attention.GQA:
         ok &= (w.kv_heads % tp == 0) | (tp % w.kv_heads == 0)
     ok &= pp * v <= w.layers
+    ok &= (share == 0) | (most >= 2)  # a partial share needs a chunk of two layers or more
     ok &= (tp * cp * np.maximum(dp, 1)) % ep == 0
     ok &= w.seq_len % cp == 0
     dpm = np.maximum(dp, 1) * mb
@@ -75,7 +93,7 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     uneven = (w.layers % (pp * v) != 0).astype(int)
     plans = dict(tp=tp, pp=pp, dp=np.maximum(dp, 1), ep=ep, cp=cp, v=v, mb=mb,
                  gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
-                 uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape), fp8=np.zeros(tp.shape),
+                 rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape), fp8=np.zeros(tp.shape),
                  grad_bytes=np.full(tp.shape, 4.0), shard=np.zeros(tp.shape))
     return plans, ok
 
@@ -101,7 +119,7 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                 global_batch=global_batch, micro_batch=int(plans["mb"][i]), virtual_stages=int(plans["v"][i]),
                 ep=int(plans["ep"][i]), cp=int(plans["cp"][i]), zero_stage=int(plans["zero"][i]),
                 sequence_parallel=bool(plans["sp"][i]), schedule=_SCHEDULES[int(plans["sched"][i])],
-                recompute=_RECOMPUTES[int(plans["rec"][i])],
+                recompute=_RECOMPUTES[int(plans["rec"][i])], recompute_layers=int(plans["rec_layers"][i]),
                 layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN)
     c = kernel_constants(workload, hardware, efficiency)
     return SearchResult(plan, breakdown_from(out, c, plans["straggler"], i), int(ok.size), int((ok & fits).sum()))

@@ -73,3 +73,26 @@ def test_the_reader_and_the_batched_path_agree():
     assert every == pytest.approx(step_time(spec.workload, spec.hardware, spec.plan.replace(recompute_layers=0)).step_time,
                                   rel=1e-12)
     assert part < every
+
+
+def test_the_plan_search_offers_partial_recomputation_and_picks_it_when_it_is_the_fastest_fit():
+    """On a card whose memory holds the half-recomputed plan but not the plan without
+    recomputation, the fastest fitting candidate recomputes half of each chunk."""
+    import dataclasses
+
+    from markovsim.training import candidate_plans
+
+    grid = dict(max_tp=1, max_pp=1, virtual_stages=(1,), context_parallel=(1,), micro_batches=(1,), zero_stages=(1,))
+    plans, ok = candidate_plans(W, 8, global_batch=8, **grid)
+    assert sorted(set(zip(plans["rec"][ok], plans["rec_layers"][ok]))) == sorted(
+        [(RECOMPUTE_CODES[r], 0) for r in Recompute] + [(RECOMPUTE_CODES[Recompute.FULL], 12)])
+    base = Plan(tp=1, pp=1, dp=8, global_batch=8)
+    need = {k: memory_breakdown(W, HW, base.replace(**kw)).total for k, kw in
+            dict(none={}, half=dict(recompute="full", recompute_layers=12)).items()}
+    hw = dataclasses.replace(HW, hbm_bytes=(need["none"] + need["half"]) / 2 / 0.9)  # usable 0.9 of it
+    out = {k: np.asarray(x) for k, x in evaluate_plans(W, hw, plans).items()}
+    step = np.where(ok & out["fits"].astype(bool), out["step_time"], np.inf)
+    best = int(np.argmin(step))
+    assert plans["rec"][best] == RECOMPUTE_CODES[Recompute.FULL] and plans["rec_layers"][best] == 12
+    with pytest.raises(markovsim.InvalidParameterError, match="partial_recompute"):
+        candidate_plans(W, 8, global_batch=8, partial_recompute=(1.0,))

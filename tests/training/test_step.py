@@ -102,6 +102,7 @@ def test_evaluate_plans_matches_step_time():
                  zero_stage=int(plans["zero"][i]), sequence_parallel=bool(plans["sp"][i]),
                  schedule=list(Schedule)[int(plans["sched"][i])],
                  recompute=["none", "selective", "full"][int(plans["rec"][i])],
+                 recompute_layers=int(plans["rec_layers"][i]),
                  layer_split="uneven" if plans["uneven"][i] else "even")
         r = step_time(PU.workload, PU.hardware, p, efficiency=PU.efficiency)
         assert float(out["step_time"][j]) == pytest.approx(r.step_time, rel=1e-12)
