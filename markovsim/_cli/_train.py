@@ -95,7 +95,8 @@ def run(args) -> int:
           f"x dp {plan.dp}" + (f" x cp {plan.cp}" if plan.cp > 1 else "") + (f", ep {plan.ep}" if plan.ep > 1 else "")
           + f"; {plan.schedule.value}" + (f" v={plan.virtual_stages}" if plan.virtual_stages > 1 else "")
           + f"; global batch {plan.global_batch}, micro-batch {plan.micro_batch}, "
-          f"{plan.micro_batches} micro-batches per replica")
+          f"{plan.micro_batches} micro-batches per replica; recompute {plan.recompute.value}"
+          + (f" ({plan.recompute_layers} layers per chunk)" if plan.recompute_layers else ""))
     for line in c.with_overrides(changes):
         print(line)
     print()
@@ -154,4 +155,4 @@ def _plan_info(plan) -> dict:
             "virtual_stages": plan.virtual_stages, "schedule": plan.schedule.value,
             "global_batch": plan.global_batch, "micro_batch": plan.micro_batch,
             "micro_batches": plan.micro_batches, "zero_stage": plan.zero_stage,
-            "recompute": plan.recompute.value, "cards": plan.world_size}
+            "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers, "cards": plan.world_size}
