@@ -35,6 +35,8 @@ KEY_DOCS = {
         "tied_embeddings": "whether the input embedding and the output layer share weights",
         "dropout": "whether dropout masks are stored (activation memory)",
         "causal": "causal attention mask (counted in attention FLOPs and flash-attention time)",
+        "attention_window": "sliding-window (local) attention span in tokens; 0: full attention",
+        "window_layers": "layers with the sliding window (0 with a window: every layer)",
     },
     "hardware": {
         "name": "label of the accelerator",

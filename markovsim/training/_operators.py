@@ -31,9 +31,12 @@ and the MoE router stay in BF16 in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
 
 * ``flash``: forward :math:`\kappa F/(P e_\text{attn})`, backward twice that, with
-  :math:`\kappa = 1/2` for a causal mask (the kernel skips masked blocks), 1 otherwise;
+  :math:`\kappa` the share of the keys the kernel computes (it skips masked blocks):
+  1/2 for a causal mask, 1 otherwise, less on sliding-window layers
+  (:func:`~markovsim.training._workload.attended_keys`, averaged over the layers);
 * ``unfused``: batched GEMMs :math:`QK^\top` (:math:`s/c \times s \times d_{qk}`) and
-  :math:`PV` (:math:`s/c \times d_v \times s`) on the GEMM model, plus softmax, mask and
+  :math:`PV` (:math:`s/c \times d_v \times s`) on the GEMM model (the full score matrix,
+  windows or not), plus softmax, mask and
   dropout over the :math:`b (n_q/t)(s/c) s` scores as memory traffic: 4 bytes per score
   forward and 6 backward, 5 and 5 more with attention dropout.
 
@@ -59,7 +62,7 @@ import numpy as np
 
 from ._hardware import Hardware, KernelModel
 from ._plan import AttentionKernel, Plan, Precision, validate_plan
-from ._workload import Attention, FFNKind, Recompute, Workload
+from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
 
@@ -89,6 +92,9 @@ def workload_operator_constants(w: Workload) -> dict:
         expert_ffn=float(moe.expert_ffn) if moe else 0.0, shared=float(moe.shared_experts) if moe else 0.0,
         node_limit=float(moe.max_nodes_per_token) if moe else 0.0,
         dropout=1.0 if w.dropout else 0.0, causal=1.0 if w.causal else 0.0,
+        # keys per query a fused kernel computes, the mean over the layers (sliding windows
+        # and the causal mask skip the rest)
+        attn_keys=attended_keys(w, w.seq_len, w.causal) / w.layers,
     )
 
 
@@ -166,8 +172,8 @@ def _attention_core(c, q, xp):
     heads = c["heads"] / t
     sq = s / cp
     flops = 2.0 * b * sq * s * heads * (c["d_qk"] + c["d_v"])
-    kappa = xp.where(c["causal"] > 0, 0.5, 1.0)
-    flash = flops * kappa / (c["peak"] * c["e_attn"])
+    # the fused kernel skips masked blocks: c["attn_keys"] keys per query of the s
+    flash = flops * (c["attn_keys"] / s) / (c["peak"] * c["e_attn"])
     count = b * heads
     unfused = (_gemm_time(sq, s, c["d_qk"], count, c["peak"], c, _BF16)
                + _gemm_time(sq, c["d_v"], s, count, c["peak"], c, _BF16))

@@ -73,7 +73,8 @@ def _workload(t: Table) -> Workload:
         reported_active_params=_reported(t, "reported_active_params"),
         reported_params_tolerance=t.quantity("reported_params_tolerance", "ratio", 0.02),
         tied_embeddings=_flag(t, "tied_embeddings", False), dropout=_flag(t, "dropout", False),
-        causal=_flag(t, "causal", True),
+        causal=_flag(t, "causal", True), attention_window=t.integer("attention_window", 0, minimum=0),
+        window_layers=t.integer("window_layers", 0, minimum=0),
     )
     t.finish()
     return w.validate()

@@ -22,7 +22,9 @@ FLOPs per token (the model-FLOPs convention of PaLM / Megatron-LM)
     active parameter count less the input embedding (a lookup) and the norms, plus the
     attention scores and values :math:`2 \cdot 2\, s\, n_q (d_{qk} + d_v)/2` per layer,
     counted without the causal mask (as PaLM and Megatron-LM do) unless ``causal=True``,
-    which halves it (the FLOPs a causal kernel actually computes). Training (model FLOPs)
+    which halves it (the FLOPs a causal kernel actually computes). Layers with a sliding
+    window (``attention_window`` = :math:`w`, on ``window_layers`` of them, all by default)
+    attend to :math:`w` keys instead of :math:`s` (:func:`attended_keys`). Training (model FLOPs)
     = 3 x forward. Hardware FLOPs add recomputation: ``full`` one more forward, ``selective``
     one more attention-core forward (Korthikanti et al. 2022). MFU uses model FLOPs, HFU
     hardware FLOPs.
@@ -128,6 +130,8 @@ class Workload:
     tied_embeddings: bool = False  # output head shares the input embedding matrix
     dropout: bool = False  # attention and hidden dropout in training (GPT-3-era models)
     causal: bool = True  # causal (decoder) attention mask
+    attention_window: int = 0  # sliding-window (local, banded) attention span in tokens; 0 = none
+    window_layers: int = 0  # layers that use the window (0 with a window: every layer)
 
     def __post_init__(self):
         # the enum fields take their values as strings too ("swiglu", "mla"), as the files do
@@ -145,6 +149,15 @@ class Workload:
         """Check the architecture (concrete values); returns ``self``."""
         for name in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"):
             check_integer(f"{self.name}.{name}", getattr(self, name), minimum=1)
+        check_integer(f"{self.name}.attention_window", self.attention_window, minimum=0)
+        wl = check_integer(f"{self.name}.window_layers", self.window_layers, minimum=0)
+        if wl > self.layers:
+            raise InvalidParameterError(
+                f"{self.name}.window_layers={wl}: expected 0..layers={self.layers}")
+        if wl and not self.attention_window:
+            raise InvalidParameterError(
+                f"{self.name}.window_layers={wl}: needs attention_window (the window's span in tokens); "
+                "expected 0 without a window")
         if self.attention is Attention.GQA:
             if self.heads % self.kv_heads:
                 raise InvalidParameterError(
@@ -235,14 +248,29 @@ def parameter_count(workload: Workload) -> ParameterCount:
                           float(mtp))
 
 
-def _attention_core_flops(w: Workload, seq_len: int) -> float:
+def attended_keys(w: Workload, seq_len: int, causal: bool) -> float:
+    r"""Keys a query attends to, summed over the layers: :math:`s` per full-attention layer
+    (:math:`s/2` with the causal mask); with a sliding window of :math:`w < s` tokens,
+    :math:`w` per windowed layer (:math:`w - w^2/(2s)` causal: the mean of
+    :math:`\min(i, w)` over the positions, continuous form, :math:`s/2` at :math:`w = s`)."""
+    s = float(seq_len)
+    full = s * (0.5 if causal else 1.0)
+    windowed = w.window_layers or (w.layers if w.attention_window else 0)
+    span = float(w.attention_window)
+    if not windowed or span >= s:
+        return w.layers * full
+    band = span - span * span / (2.0 * s) if causal else span
+    return (w.layers - windowed) * full + windowed * band
+
+
+def _attention_core_flops(w: Workload, seq_len: int, causal: bool = False) -> float:
     """Forward FLOPs per token of the attention scores and weighted values, all layers."""
     if w.attention is Attention.GQA:
         dqk = dv = w.d_head
     else:
         dqk = w.mla.qk_nope_head_dim + w.mla.qk_rope_head_dim
         dv = w.mla.v_head_dim
-    return w.layers * 2 * seq_len * w.heads * (dqk + dv)
+    return 2 * attended_keys(w, seq_len, causal) * w.heads * (dqk + dv)
 
 
 def _matmul_weights(w: Workload) -> float:
@@ -272,7 +300,7 @@ def flops_per_token(workload: Workload, *, recompute: Recompute = Recompute.NONE
     w = workload.validate()
     s = w.seq_len if seq_len is None else check_integer("seq_len", seq_len, minimum=1)
     matmul = _matmul_weights(w)
-    core = _attention_core_flops(w, s) * (0.5 if causal else 1.0)
+    core = _attention_core_flops(w, s, causal)
     forward = 2 * matmul + core
     model = 3 * forward
     rec = Recompute(recompute)
@@ -297,7 +325,7 @@ def model_flops_per_token(workload: Workload, convention: FlopConvention = FlopC
     if conv is FlopConvention.SIX_N:
         return 6.0 * matmul
     if conv is FlopConvention.CAUSAL:
-        return 6.0 * matmul + 3.0 * core / 2
+        return 6.0 * matmul + 3.0 * _attention_core_flops(w, s, causal=True)
     if conv is FlopConvention.MEGATRON:
         logits = 2.0 * w.vocab * w.hidden  # the logit layer is not recomputed
         return 4.0 * (2 * matmul - logits + core) + 3.0 * logits

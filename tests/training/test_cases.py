@@ -62,7 +62,7 @@ def test_the_suite_and_the_example_run_through_the_harness():
 def test_the_moe_caveat_states_what_the_suite_measures():
     """The caveat said under every MoE plan quotes the suite's MoE holdouts (Megatron-Bridge
     25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 32-way EP within 14 %, the small models
-    and Qwen3-235B with 8-way EP predicted 1.2 to 3.5 times the measured throughput. A model
+    and Qwen3-235B with 8-way EP predicted 1.3 to 3.5 times the measured throughput. A model
     change that moves these numbers fails here until the caveat (and
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT
@@ -74,9 +74,9 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     close = [c for c in ratio if "DeepSeek" in c or ("Qwen3-235B" in c and runs[c].ep == 32)]
     far = [c for c in ratio if c not in close]
     assert len(close) == 8 and all(abs(ratio[c] - 1) <= 0.14 for c in close)
-    assert len(far) == 13 and all(1.2 <= ratio[c] <= 3.5 for c in far)
+    assert len(far) == 13 and all(1.25 <= ratio[c] <= 3.5 for c in far)
     for said in ("21 published", "within 14 %", "DeepSeek-V3 (five runs)", "32-way expert parallelism (three)",
-                 "1.2-3.5x", "8-way expert parallelism"):
+                 "1.3-3.5x", "8-way expert parallelism"):
         assert said in MOE_CAVEAT
 
 
