@@ -155,4 +155,5 @@ def _plan_info(plan) -> dict:
             "virtual_stages": plan.virtual_stages, "schedule": plan.schedule.value,
             "global_batch": plan.global_batch, "micro_batch": plan.micro_batch,
             "micro_batches": plan.micro_batches, "zero_stage": plan.zero_stage,
-            "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers, "cards": plan.world_size}
+            "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers,
+            "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size}

@@ -85,6 +85,8 @@ KEY_DOCS = {
         "recompute": "activation recomputation",
         "recompute_layers": ("with recompute = 'full': layers of each pipeline chunk recomputed, the rest keep "
                              "their activations (Megatron's block method); 0: every layer"),
+        "fp8_params": ("FP8 runs: weights kept in FP8, no BF16 copy, ZeRO weight all-gather in FP8 "
+                       "(Megatron's fp8_param_gather)"),
         "layer_split": "how layers are cut into pipeline chunks",
         "attention_kernel": "fused (flash) or unfused attention",
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",

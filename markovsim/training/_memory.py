@@ -4,7 +4,8 @@ Model states, bytes per parameter held by the rank (its share of the dense weigh
 tensor and pipeline parallelism, of the expert weights after expert parallelism):
 
 * weights: 2 (BF16), sharded over data parallelism with ZeRO-3; FP8 runs keep an FP8 copy
-  and its transpose of the weights the rank holds, 2 more (sharded too under ZeRO-3);
+  and its transpose of the weights the rank holds, 2 more (sharded too under ZeRO-3), or,
+  with ``fp8_params`` (FP8 weights, Megatron-core's ``fp8_param_gather``), only those 2;
   ZeRO-3 adds its gather buffers: two layers' weights in BF16 (the layer computed and the
   one prefetched; a layer's share is the stage's weights over its layers, embeddings
   included);
@@ -136,10 +137,13 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
     def both(stage):
         return shard(stage, dense_rank, dp) + shard(stage, expert_rank, edp)
 
-    # the FP8 copy (and transpose) is made of the weights the rank holds: its shard under ZeRO-3
-    weights = 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * both(3), 0.0)
+    # the FP8 copy (and transpose) is made of the weights the rank holds: its shard under ZeRO-3;
+    # with FP8 weights (fp8_params) that pair is all there is, no BF16 copy beside it
+    fp8_only = q["fp8_params"] > 0
+    weights = xp.where(fp8_only, 2.0 * both(3), 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * both(3), 0.0))
     if stage_layers is not None:
-        gathered = 2.0 * _BF16_BYTES * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)
+        per = xp.where(fp8_only, 1.0, _BF16_BYTES)  # gathered in FP8 with fp8_params
+        gathered = 2.0 * per * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)
         weights = weights + xp.where(zero >= 3, gathered, 0.0)
     grads = q["grad_bytes"] * both(2)
     optimizer = 12.0 * both(1)

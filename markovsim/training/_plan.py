@@ -68,7 +68,9 @@ class Plan:
     (default) shards over all of them. ``recompute_layers``: with ``recompute = "full"``,
     recompute only this many layers of each pipeline chunk and keep the others' activations
     (Megatron-core's ``--recompute-method block --recompute-num-layers``); 0 (default)
-    recomputes every layer.
+    recomputes every layer. ``fp8_params``: FP8 runs keep the weights in FP8 (Megatron-core's
+    ``fp8_param_gather``): no BF16 copy beside the FP8 one, and the ZeRO all-gather of the
+    updated weights moves 1 byte per weight instead of 2.
     """
 
     tp: int
@@ -85,6 +87,7 @@ class Plan:
     schedule: Schedule = Schedule.ONE_F_ONE_B
     recompute: Recompute = Recompute.NONE
     recompute_layers: int = 0
+    fp8_params: bool = False
     layer_split: LayerSplit = LayerSplit.EVEN
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
@@ -138,6 +141,12 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
             f"plan.recompute_layers={rl}: recomputes whole layers, so it needs recompute='full' "
             f"(got recompute={Recompute(plan.recompute).value!r}); expected 0 or recompute='full'")
     AttentionKernel(plan.attention_kernel)
+    if not isinstance(plan.fp8_params, (bool, int)) or plan.fp8_params not in (0, 1):
+        raise InvalidParameterError(f"plan.fp8_params={plan.fp8_params!r}: expected true or false")
+    if plan.fp8_params and Precision(plan.precision) is not Precision.FP8:
+        raise InvalidParameterError(
+            f"plan.fp8_params=True: FP8 weights need precision='fp8' (got precision="
+            f"{Precision(plan.precision).value!r}); expected fp8_params=False or precision='fp8'")
     if Precision(plan.precision) is Precision.FP32:
         raise InvalidParameterError("plan.precision='fp32': expected 'bf16' or 'fp8' (the GEMM format)")
     if Precision(plan.grad_reduce) is Precision.FP8:

@@ -197,6 +197,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         schedule=_choice(t, "schedule", Schedule, Schedule.ONE_F_ONE_B),
         recompute=_choice(t, "recompute", Recompute, Recompute.NONE),
         recompute_layers=t.integer("recompute_layers", 0, minimum=0),
+        fp8_params=t.raw("fp8_params", False, types=(bool,)),
         layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
         precision=_choice(t, "precision", Precision, Precision.BF16),

@@ -48,7 +48,7 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     Narayanan et al. 2021, sec. 4.1, which sequence parallelism also gives);
   - DP: gradients in the ``grad_reduce`` format, all-reduced (ZeRO 0) or reduce-scattered
     (ZeRO 1-2; per micro-batch with ZeRO-3), hidden by ``dp_overlap``; ZeRO 1-2 then
-    all-gather the updated BF16 weights, hidden by ``param_gather_overlap``, ZeRO-3
+    all-gather the updated BF16 weights (FP8 with ``fp8_params``), hidden by ``param_gather_overlap``, ZeRO-3
     gathers them twice per micro-batch (hidden by ``dp_overlap``). Each 40M-parameter
     bucket pays the collective's latency (ring or tree, whichever is less). With hybrid
     sharding (``zero_shard_group`` = :math:`g`) these run inside groups of :math:`g` ranks,
@@ -103,7 +103,7 @@ _BF16 = 2.0
 _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers", "uneven",
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers", "fp8_params", "uneven",
              "straggler", "attn", "fp8", "grad_bytes")
 
 
@@ -363,14 +363,15 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     o_dp, o_pg = c["o_dp"], c["o_pg"]
     grad_ar = _bucketed(c, ar, dense_rank, gb, n_dp, tp, o_dp)
     grad_rs = _bucketed(c, rs, dense_rank, gb, n_sh, tp, o_dp)
-    gather = _bucketed(c, ag, dense_rank, _BF16, n_sh, tp, o_pg)
+    w_bytes = jnp.where(q["fp8_params"] > 0, 1.0, _BF16)  # the weights gathered: FP8 or BF16
+    gather = _bucketed(c, ag, dense_rank, w_bytes, n_sh, tp, o_pg)
     replicas = n_dp / n_sh
     bw_out, lat_out = _level(c, jnp.full_like(n_dp, jnp.inf))  # the outermost level
     replica_ar = jnp.where(replicas > 1, _ring(ar, dense_rank / n_sh * gb, replicas, bw_out, lat_out), 0.0)
     if moe:
         grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
-        gather = gather + _bucketed(c, ag, expert_rank, _BF16, edp, ep, o_pg)
+        gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_pg)
     z3 = zero >= 3
     dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs) + replica_ar)
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
@@ -430,7 +431,7 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
-                uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
+                fp8_params=int(bool(plan.fp8_params)), uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
                 grad_bytes=Precision(plan.grad_reduce).bytes)
@@ -499,8 +500,8 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             integer codes, see :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`; ``attn``
             1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2,
             ``shard`` the ZeRO shard group, ``rec_layers`` the layers per chunk recomputed
-            under full recomputation; these default to flash, BF16, FP32, all ranks and every
-            layer when absent). No validity checks: the
+            under full recomputation, ``fp8_params`` 1 for FP8 weights; these default to
+            flash, BF16, FP32, all ranks, every layer and BF16 weights when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
@@ -513,6 +514,6 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
-                rec_layers=np.zeros(shape))
+                rec_layers=np.zeros(shape), fp8_params=np.zeros(shape))
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})

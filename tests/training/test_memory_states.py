@@ -35,3 +35,28 @@ def test_zero3_fp8_weights_no_longer_count_an_unsharded_copy():
     whole_bf16 = _weights(64, 1, "bf16")
     assert fp8 - bf16 == pytest.approx(2.0 * (whole_bf16 / 2.0) / 64, rel=1e-12)
     assert fp8 < 0.2 * whole_bf16
+
+
+def test_fp8_weights_drop_the_bf16_copy_and_halve_the_weight_gather():
+    """fp8_params (Megatron-core's fp8_param_gather): 2 bytes per weight (FP8 and its
+    transpose) instead of 4, and the ZeRO weight all-gather moves half the bytes."""
+    from markovsim import InvalidParameterError
+    from markovsim.training import Efficiency, step_time
+
+    plan = Plan(tp=1, pp=1, dp=8, global_batch=8, zero_stage=1, precision="fp8")
+    copy, own = (memory_breakdown(W, HW, plan.replace(fp8_params=f)) for f in (False, True))
+    assert own.weights == pytest.approx(copy.weights / 2, rel=1e-12)
+    assert own.gradients == copy.gradients and own.optimizer == copy.optimizer
+
+    def gather(p):  # the exposed weight all-gather: exposed minus the same with it hidden
+        shown = step_time(W, HW, p, efficiency=Efficiency(dp_overlap=0.0, param_gather_overlap=0.0))
+        hidden = step_time(W, HW, p, efficiency=Efficiency(dp_overlap=0.0, param_gather_overlap=1.0))
+        return shown.dp_exposed - hidden.dp_exposed
+
+    # the bytes halve, the collective's latency (here about 1 % of it) stays
+    half, whole = gather(plan.replace(fp8_params=True)), gather(plan)
+    assert whole / 2 < half < 0.51 * whole
+    z3 = plan.replace(zero_stage=3)
+    assert memory_breakdown(W, HW, z3.replace(fp8_params=True)).weights < memory_breakdown(W, HW, z3).weights
+    with pytest.raises(InvalidParameterError, match="fp8_params=True: FP8 weights need precision='fp8'"):
+        step_time(W, HW, plan.replace(precision="bf16", fp8_params=True))
