@@ -47,9 +47,9 @@ PLAN_OUTPUT_UNITS.update({
 
 #: what the validation measured for mixture-of-experts plans (docs/background/scaling.md,
 #: "Mixture-of-experts runs"): said with every MoE prediction
-MOE_CAVEAT = ("mixture of experts: on 21 published Megatron-Bridge MoE runs (25.11 and 26.02 tables) the model "
-              "came within 14 % for DeepSeek-V3 (five runs) and Qwen3-235B with 32-way expert parallelism "
-              "(three), but predicted 1.3-3.5x the measured throughput of the small fine-grained models "
+MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.11 and 26.02 tables) the model "
+              "came within 24 % for DeepSeek-V3 (nine runs) and Qwen3-235B with 16- or 32-way expert parallelism "
+              "(five), but predicted 1.1-3.5x the measured throughput of the small fine-grained models "
               "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism: the MoE layer's "
               "routing, permutation and host-synchronisation costs have no term; read the throughput as an "
               "upper bound (docs/background/scaling.md)")

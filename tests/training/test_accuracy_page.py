@@ -26,13 +26,13 @@ def _family(case: str) -> str:
         return "H100 FP8, NeMo 24.07 (dense), tokens/s"
     if case.startswith("MaxText"):
         return f"TPU v5p, MaxText, {'two slices' if ' 2x ' in case else 'one slice'}, TFLOP/s"
-    if "DeepSeek" in case or "Qwen3-235B-A22B on 256 GB200" in case or "Qwen3-235B-A22B on 256 H100" in case:
-        return "H100/B200/GB200, large MoE (DeepSeek-V3; Qwen3-235B with EP 32), tokens/s"
+    if "DeepSeek" in case or any(f"Qwen3-235B-A22B on 256 {s}," in case for s in ("GB200", "GB300", "H100")):
+        return "NVIDIA, large MoE (DeepSeek-V3; Qwen3-235B with EP 16-32), tokens/s"
     if "Qwen3" in case or "gpt-oss" in case:
-        return "H100/B200/GB200, small MoE (Qwen3-30B-A3B, gpt-oss-120b) and Qwen3-235B with EP 8, tokens/s"
+        return "NVIDIA, small MoE (Qwen3-30B-A3B, gpt-oss-120b) and Qwen3-235B with EP 8, tokens/s"
     if "H100" in case:
         return "H100 FP8, Megatron-Bridge 25.11/26.02 (dense), tokens/s"
-    return "B200/GB200 FP8, Megatron-Bridge 25.11/26.02 (dense), tokens/s"
+    return "B200/GB200/GB300 FP8, Megatron-Bridge 25.11/26.02 (dense), tokens/s"
 
 
 def test_the_accuracy_page_is_the_suites():

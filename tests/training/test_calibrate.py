@@ -19,7 +19,7 @@ def test_the_suite_separates_fit_and_holdout():
     assert len(A100_FIT) == 18 and len(hold) >= 12
     assert not {r.name for r in FIT} & {r.name for r in hold}
     assert {r.spec.hardware.name for r in FIT} == {"NVIDIA A100 SXM4 80GB", "NVIDIA H100 SXM5 80GB", "NVIDIA B200",
-                                                   "NVIDIA GB200 NVL72 (per GPU)"}
+                                                   "NVIDIA GB200 NVL72 (per GPU)", "NVIDIA GB300 NVL72 (per GPU)"}
     assert all(r.role == "holdout" for r in hold)
     with pytest.raises(markovsim.MarkovsimError, match="holdout"):
         calibrate(hold[:1], ["gemm_peak_fraction"])
@@ -98,7 +98,7 @@ def test_the_fp8_fraction_is_recovered_and_the_shipped_value_is_the_fit():
         assert load_hardware(other).kernels.fp8_gemm_peak_fraction == hw.kernels.fp8_gemm_peak_fraction
 
 
-@pytest.mark.parametrize("preset", ["b200", "gb200_nvl72"])
+@pytest.mark.parametrize("preset", ["b200", "gb200_nvl72", "gb300_nvl72"])
 def test_the_blackwell_fp8_fractions_are_their_one_fit_run(preset):
     """B200 / GB200: the FP8 GEMM fraction is what calibrate gives on the accelerator's one
     fit run (every other constant the H100's, stated as an assumption in the file)."""
@@ -130,3 +130,10 @@ def test_the_tpu_v5p_gemm_fraction_is_its_one_fit_run():
     for name in ("gemm_traffic", "attention_peak_fraction", "memory_bandwidth_fraction",
                  "collective_bandwidth_fraction", "step_overhead_s"):
         assert getattr(hw.kernels, name) == getattr(a100, name), name
+
+
+def test_the_b300_preset_is_the_b200_kernel_model():
+    """No dense B300 run is published: its kernel constants are the B200 preset's, the
+    fitted FP8 fraction included (the stated assumption), and no case fits them."""
+    assert load_hardware("b300").kernels == load_hardware("b200").kernels
+    assert not [r for r in FIT if r.spec.hardware.name == load_hardware("b300").name]

@@ -61,22 +61,22 @@ def test_the_suite_and_the_example_run_through_the_harness():
 
 def test_the_moe_caveat_states_what_the_suite_measures():
     """The caveat said under every MoE plan quotes the suite's MoE holdouts (Megatron-Bridge
-    25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 32-way EP within 14 %, the small models
-    and Qwen3-235B with 8-way EP predicted 1.3 to 3.5 times the measured throughput. A model
+    25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 16- or 32-way EP within 24 %, the small
+    models and Qwen3-235B with 8-way EP predicted 1.1 to 3.5 times the measured throughput. A model
     change that moves these numbers fails here until the caveat (and
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT
     runs = {r.name.split(" [")[0]: r.spec.plan for r in runs_from_cases(SUITE, role="holdout")}
     rows = [r for r in validate_cases(SUITE).rows if r.role == "holdout" and "Megatron-Bridge" in r.case
             and any(m in r.case for m in ("DeepSeek", "Qwen3", "gpt-oss"))]
-    assert len(rows) == 21
+    assert len(rows) == 34
     ratio = {r.case: r.predicted / r.reported for r in rows}
-    close = [c for c in ratio if "DeepSeek" in c or ("Qwen3-235B" in c and runs[c].ep == 32)]
+    close = [c for c in ratio if "DeepSeek" in c or ("Qwen3-235B" in c and runs[c].ep >= 16)]
     far = [c for c in ratio if c not in close]
-    assert len(close) == 8 and all(abs(ratio[c] - 1) <= 0.14 for c in close)
-    assert len(far) == 13 and all(1.25 <= ratio[c] <= 3.5 for c in far)
-    for said in ("21 published", "within 14 %", "DeepSeek-V3 (five runs)", "32-way expert parallelism (three)",
-                 "1.3-3.5x", "8-way expert parallelism"):
+    assert len(close) == 14 and all(abs(ratio[c] - 1) <= 0.24 for c in close)
+    assert len(far) == 20 and all(1.1 <= ratio[c] <= 3.5 for c in far)
+    for said in ("34 published", "within 24 %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
+                 "1.1-3.5x", "8-way expert parallelism"):
         assert said in MOE_CAVEAT
 
 
