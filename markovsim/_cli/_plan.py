@@ -136,7 +136,8 @@ def _row(plans: dict, out: dict, i: int) -> dict:
             "ep": int(plans["ep"][i]), "cp": int(plans["cp"][i]), "virtual_stages": int(plans["v"][i]),
             "micro_batch": int(plans["mb"][i]), "zero_stage": int(plans["zero"][i]),
             "schedule": schedules[int(plans["sched"][i])].value, "recompute": recomputes[int(plans["rec"][i])].value,
-            "recompute_layers": int(plans["rec_layers"][i]), "uneven_layers": bool(plans["uneven"][i]), "step_time_s": float(out["step_time"][i]),
+            "recompute_layers": int(plans["rec_layers"][i]), "uneven_layers": bool(plans["uneven"][i]),
+            "step_time_s": float(out["step_time"][i]),
             "mfu": float(out["mfu"][i]), "tokens_per_s": float(out["tokens_per_s"][i]),
             "memory_bytes": float(out["memory_bytes"][i])}
 

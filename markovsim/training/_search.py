@@ -93,7 +93,8 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     uneven = (w.layers % (pp * v) != 0).astype(int)
     plans = dict(tp=tp, pp=pp, dp=np.maximum(dp, 1), ep=ep, cp=cp, v=v, mb=mb,
                  gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
-                 rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape), fp8=np.zeros(tp.shape),
+                 rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape),
+                 fp8=np.zeros(tp.shape),
                  grad_bytes=np.full(tp.shape, 4.0), shard=np.zeros(tp.shape))
     return plans, ok
 

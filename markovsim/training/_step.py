@@ -48,7 +48,8 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     Narayanan et al. 2021, sec. 4.1, which sequence parallelism also gives);
   - DP: gradients in the ``grad_reduce`` format, all-reduced (ZeRO 0) or reduce-scattered
     (ZeRO 1-2; per micro-batch with ZeRO-3), hidden by ``dp_overlap``; ZeRO 1-2 then
-    all-gather the updated BF16 weights (FP8 with ``fp8_params``), hidden by ``param_gather_overlap``, ZeRO-3
+    all-gather the updated BF16 weights (FP8 with ``fp8_params``), hidden by
+    ``param_gather_overlap``, ZeRO-3
     gathers them twice per micro-batch (hidden by ``dp_overlap``). Each 40M-parameter
     bucket pays the collective's latency (ring or tree, whichever is less). With hybrid
     sharding (``zero_shard_group`` = :math:`g`) these run inside groups of :math:`g` ranks,
@@ -103,8 +104,8 @@ _BF16 = 2.0
 _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers", "fp8_params", "uneven",
-             "straggler", "attn", "fp8", "grad_bytes")
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
+             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -431,7 +432,8 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
-                fp8_params=int(bool(plan.fp8_params)), uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
+                fp8_params=int(bool(plan.fp8_params)),
+                uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
                 grad_bytes=Precision(plan.grad_reduce).bytes)
