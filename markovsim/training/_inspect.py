@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from ._hardware import Efficiency, Hardware
-from ._memory import activation_bytes_per_layer, in_flight, state_bytes
+from ._memory import blended_activation_bytes, in_flight, state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
 from ._step import _plan_arrays, kernel_constants, recompute_split, stage_shares
@@ -54,8 +54,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     sh = stage_shares(c, q, np)
     weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
     q_kept, q_full, phi = recompute_split(c, q, sh, np)
-    (dense_k, moe_k), (dense_f, moe_f) = (activation_bytes_per_layer(c, x, np) for x in (q_kept, q_full))
-    dense, moe = dense_k + phi * (dense_f - dense_k), moe_k + phi * (moe_f - moe_k)
+    dense, moe = blended_activation_bytes(c, q_kept, q_full, phi, np)
     m = q["gbs"] / (q["dp"] * q["mb"])
     act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
     total = float(weights + grads + opt + act)

@@ -58,7 +58,7 @@ import numpy as np
 from ._pipeline import SCHEDULE_CODES, Schedule
 from ._workload import Recompute
 
-__all__ = ["activation_bytes_per_layer", "in_flight", "state_bytes", "zero_group"]
+__all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "in_flight", "state_bytes", "zero_group"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
 _BF16_BYTES = 2.0
@@ -102,6 +102,13 @@ def activation_bytes_per_layer(c, q, xp):
     return dense, moe
 
 
+def blended_activation_bytes(c, q_kept, q_full, phi, xp):
+    """:func:`activation_bytes_per_layer` under partial recomputation: the layers kept plus
+    the share ``phi`` recomputed (the arrays of ``recompute_split`` in ``_step``)."""
+    (dense_k, moe_k), (dense_f, moe_f) = (activation_bytes_per_layer(c, x, xp) for x in (q_kept, q_full))
+    return dense_k + phi * (dense_f - dense_k), moe_k + phi * (moe_f - moe_k)
+
+
 def in_flight(q, m, xp):
     """Micro-batches whose activations the first stage holds, in units of one micro-batch
     through the stage's layers."""
@@ -140,7 +147,7 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
     # the FP8 copy (and transpose) is made of the weights the rank holds: its shard under ZeRO-3;
     # with FP8 weights (fp8_params) that pair is all there is, no BF16 copy beside it
     fp8_only = q["fp8_params"] > 0
-    weights = xp.where(fp8_only, 2.0 * both(3), 2.0 * both(3) + xp.where(q["fp8"] > 0, 2.0 * both(3), 0.0))
+    weights = 2.0 * both(3) * xp.where((q["fp8"] > 0) & ~fp8_only, 2.0, 1.0)
     if stage_layers is not None:
         per = xp.where(fp8_only, 1.0, _BF16_BYTES)  # gathered in FP8 with fp8_params
         gathered = 2.0 * per * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)

@@ -91,7 +91,7 @@ def workload_operator_constants(w: Workload) -> dict:
         experts=float(moe.routed_experts) if moe else 1.0, top_k=float(moe.top_k) if moe else 0.0,
         expert_ffn=float(moe.expert_ffn) if moe else 0.0, shared=float(moe.shared_experts) if moe else 0.0,
         node_limit=float(moe.max_nodes_per_token) if moe else 0.0,
-        dropout=1.0 if w.dropout else 0.0, causal=1.0 if w.causal else 0.0,
+        dropout=1.0 if w.dropout else 0.0,
         # keys per query a fused kernel computes, the mean over the layers (sliding windows
         # and the causal mask skip the rest)
         attn_keys=attended_keys(w, w.seq_len, w.causal) / w.layers,

@@ -89,7 +89,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
-from ._memory import activation_bytes_per_layer, in_flight, state_bytes, zero_group
+from ._memory import blended_activation_bytes, in_flight, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
@@ -403,8 +403,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
             + overhead + data_loading + straggler)
     # memory
     weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
-    (dense_kept, moe_kept), (dense_full, moe_full) = (activation_bytes_per_layer(c, x, jnp) for x in (q_kept, q_full))
-    dense_act, moe_act = dense_kept + phi * (dense_full - dense_kept), moe_kept + phi * (moe_full - moe_kept)
+    dense_act, moe_act = blended_activation_bytes(c, q_kept, q_full, phi, jnp)
     act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
     memory = weights + grads + opt_states + act_bytes
     tokens_per_s = gbs * s / step
