@@ -99,6 +99,9 @@ KEY_DOCS = {
         "efficiency.bandwidth": "fraction of a link's bandwidth collectives reach (absent: the kernel model's)",
         "efficiency.tp_overlap": "fraction of TP communication hidden behind compute",
         "efficiency.dp_overlap": "fraction of DP communication hidden behind compute",
+        "efficiency.replica_overlap": ("hybrid sharding (zero_shard_group): fraction of the replicas' gradient "
+                                       "all-reduce over the outermost level hidden behind compute (default: "
+                                       "dp_overlap)"),
         "efficiency.ep_overlap": "fraction of EP communication hidden behind compute",
         "efficiency.pp_overlap": "fraction of PP communication hidden behind compute",
         "efficiency.usable_memory": "fraction of HBM available to weights, optimizer states and activations",

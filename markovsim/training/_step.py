@@ -54,8 +54,10 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     bucket pays the collective's latency (ring or tree, whichever is less). With hybrid
     sharding (``zero_shard_group`` = :math:`g`) these run inside groups of :math:`g` ranks,
     the optimizer and the memory shard over :math:`g`, and the :math:`dp\,cp/g` replicas
-    all-reduce their :math:`1/g` of the gradients once per step over the outermost level
-    (a ring; hidden by ``dp_overlap``);
+    all-reduce their :math:`1/g` of the gradients over the outermost level (a ring; hidden
+    by ``replica_overlap``, which defaults to ``dp_overlap``): once per step with ZeRO 1-2,
+    once per layer of the stage with ZeRO-3 (FSDP reduces its gradients layer by layer, so
+    each layer's all-reduce pays the ring latency :math:`2(n-1)\alpha` of the outer level);
 
 * :math:`T_\text{optimizer}`: Adam over the rank's (ZeRO-sharded) parameters, memory-bound:
   30 bytes of HBM traffic per parameter (FP32 master, two moments and main gradient read;
@@ -186,6 +188,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         e_compute=float(efficiency.compute if legacy else 1.0),
         o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap,
         o_pp=efficiency.pp_overlap, o_pg=efficiency.param_gather_overlap, usable=efficiency.usable_memory,
+        o_rep=efficiency.dp_overlap if efficiency.replica_overlap is None else efficiency.replica_overlap,
         step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
         comm_sm=efficiency.comm_sm_fraction,
         eta_interleave=float(kernels.interleave_efficiency if not legacy else 1.0), mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
@@ -368,19 +371,26 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     gather = _bucketed(c, ag, dense_rank, w_bytes, n_sh, tp, o_pg)
     replicas = n_dp / n_sh
     bw_out, lat_out = _level(c, jnp.full_like(n_dp, jnp.inf))  # the outermost level
-    replica_ar = jnp.where(replicas > 1, _ring(ar, dense_rank / n_sh * gb, replicas, bw_out, lat_out), 0.0)
+    # FSDP (ZeRO-3) reduces its gradients layer by layer: the replicas' all-reduce of the
+    # shards is one collective per layer of the stage, each paying the ring's latency
+    n_rep = jnp.where(zero >= 3, sh["stage_layers"], 1.0)
+    replica_ar = jnp.where(replicas > 1, n_rep * _ring(ar, dense_rank / n_sh * gb / n_rep, replicas, bw_out, lat_out),
+                           0.0)
     if moe:
         grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
         gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_pg)
     z3 = zero >= 3
-    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs) + replica_ar)
+    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))  # the replicas' all-reduce below
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
     ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
     exposed_ep = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], ep_dual, (1 - c["o_ep"]) * ep_comm)
     exposed_pp = (1 - c["o_pp"]) * pp_comm
-    exposed_dp = (1 - c["o_dp"]) * dp_grad + jnp.where(z3, 1 - c["o_dp"], 1 - c["o_pg"]) * dp_param
+    replica_ar = jnp.where(zero == 0, 0.0, replica_ar)
+    exposed_dp = ((1 - c["o_dp"]) * dp_grad + jnp.where(z3, 1 - c["o_dp"], 1 - c["o_pg"]) * dp_param
+                  + (1 - c["o_rep"]) * replica_ar)
+    dp_grad = dp_grad + replica_ar
     # communication kernels hidden behind compute take SMs from it
     hidden = (tp_comm - exposed_tp) + (ep_comm - exposed_ep) + (pp_comm - exposed_pp) + (dp_grad + dp_param - exposed_dp)
     compute = compute + jnp.minimum(hidden, compute) * c["comm_sm"] / (1.0 - c["comm_sm"])

@@ -24,6 +24,8 @@ def _family(case: str) -> str:
         return "H800, DeepSeek-V3 (FP8, DualPipe), tokens/s"
     if case.startswith("NeMo 24.07"):
         return "H100 FP8, NeMo 24.07 (dense), tokens/s"
+    if case.startswith("MaxText") and "v5e" in case:
+        return f"TPU v5e, MaxText, {'one slice' if ' on v5e' in case else '2-32 slices'}, TFLOP/s"
     if case.startswith("MaxText"):
         return f"TPU v5p, MaxText, {'two slices' if ' 2x ' in case else 'one slice'}, TFLOP/s"
     if "DeepSeek" in case or any(f"Qwen3-235B-A22B on 256 {s}," in case for s in ("GB200", "GB300", "H100")):

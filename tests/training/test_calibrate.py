@@ -119,8 +119,8 @@ def test_the_tpu_v5p_gemm_fraction_is_its_one_fit_run():
     (MaxText 32B); every other constant is the A100 fit's, an assumption stated in the file,
     except the attention fraction (the A100's FlashAttention-2 figure)."""
     suite = SUITE.parent / "tpu_training_runs.toml"
-    runs = runs_from_cases(suite, role="fit")
-    hold = runs_from_cases(suite, role="holdout")
+    runs = [r for r in runs_from_cases(suite, role="fit") if "v5p" in r.name]
+    hold = [r for r in runs_from_cases(suite, role="holdout") if "v5p" in r.name]
     assert len(runs) == 1 and len(hold) == 15  # seven single-slice rows, eight two-slice ones
     assert not {r.name for r in runs} & {r.name for r in hold}
     hw = load_hardware("tpu_v5p")
@@ -137,3 +137,49 @@ def test_the_b300_preset_is_the_b200_kernel_model():
     fitted FP8 fraction included (the stated assumption), and no case fits them."""
     assert load_hardware("b300").kernels == load_hardware("b200").kernels
     assert not [r for r in FIT if r.spec.hardware.name == load_hardware("b300").name]
+
+
+TPU = SUITE.parent / "tpu_training_runs.toml"
+
+
+def _v5e(role):
+    return [r for r in runs_from_cases(TPU, role=role) if "v5e" in r.name and r.output == "tflops_per_gpu"]
+
+
+def test_the_tpu_v5e_gemm_fraction_is_its_one_single_slice_fit_run():
+    """TPU v5e: the GEMM fraction is what calibrate gives on the 1x row of the 16B
+    calibration series; the other kernel constants are the v5p preset's (stated); the 32B,
+    64B and 128B series are holdouts, never fitted."""
+    fit, hold = _v5e("fit"), _v5e("holdout")
+    assert len(fit) == 6 and len(hold) == 18 and all(" 16B " in r.name for r in fit)
+    assert not any(" 16B " in r.name for r in hold)
+    one = [r for r in fit if "on v5e-256" in r.name]
+    hw = load_hardware("tpu_v5e")
+    cal = calibrate(one, ["gemm_peak_fraction"], start=dataclasses.replace(hw.kernels, gemm_peak_fraction=0.5))
+    assert cal.success and hw.kernels.gemm_peak_fraction == pytest.approx(cal.values[0], abs=1e-3)
+    v5p = load_hardware("tpu_v5p").kernels
+    assert dataclasses.replace(hw.kernels, gemm_peak_fraction=v5p.gemm_peak_fraction) == v5p
+
+
+def test_the_tpu_v5e_dcn_latency_is_its_fit_on_the_16b_multi_slice_rows():
+    """The DCN level's latency of the v5e preset: least squares on the log error of the five
+    16B multi-slice rows (the replicas' all-reduce exposed: replica_overlap 0 in those
+    cases), recomputed here; the v5p preset takes the same value (a stated assumption)."""
+    from scipy.optimize import least_squares
+
+    multi = [r for r in _v5e("fit") if "x v5e-256" in r.name]
+    assert len(multi) == 5 and all(r.spec.efficiency.replica_overlap == 0.0 for r in multi)
+
+    def residuals(x):
+        out = []
+        for r in multi:
+            hw = r.spec.hardware
+            levels = hw.levels[:-1] + (dataclasses.replace(hw.levels[-1], latency_s=x[0] * 1e-3),)
+            spec = dataclasses.replace(r.spec, hardware=dataclasses.replace(hw, levels=levels))
+            out.append(np.log(predict(dataclasses.replace(r, spec=spec)) / r.value))
+        return out
+
+    sol = least_squares(residuals, [0.1], bounds=([0.0], [10.0]))
+    assert sol.success and np.sqrt(np.mean(sol.fun ** 2)) < 0.02
+    assert load_hardware("tpu_v5e").levels[-1].latency_s == pytest.approx(sol.x[0] * 1e-3, rel=0.01)
+    assert load_hardware("tpu_v5p").levels[-1].latency_s == load_hardware("tpu_v5e").levels[-1].latency_s

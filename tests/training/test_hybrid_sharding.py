@@ -1,5 +1,5 @@
 """Hybrid sharding (``zero_shard_group``, HSDP): ZeRO inside groups, replicas all-reduce the
-shards over the outermost level once per step."""
+shards over the outermost level, once per step (ZeRO 1-2) or once per layer (ZeRO-3)."""
 
 import dataclasses
 
@@ -59,6 +59,48 @@ def test_the_replicas_all_reduce_their_shard_over_the_outermost_level():
     slow_hw = _with_outer_bandwidth(HW, b2)
     assert (step_time(W, slow_hw, z3, efficiency=EXPOSED).dp_exposed
             > 2 * step_time(W, slow_hw, z3.replace(zero_shard_group=8), efficiency=EXPOSED).dp_exposed)
+
+
+def _with_outer_latency(hw, latency):
+    levels = hw.levels[:-1] + (dataclasses.replace(hw.levels[-1], latency_s=latency),)
+    return dataclasses.replace(hw, levels=levels)
+
+
+@pytest.mark.parametrize("zero, per", [(1, 1), (3, W.layers)])
+def test_the_replica_all_reduce_pays_the_ring_latency_once_per_step_or_per_layer(zero, per):
+    """ZeRO 1-2 all-reduce the replicas' shards once per step; FSDP (ZeRO-3) layer by layer
+    (MaxText's scanned layers, PyTorch FSDP's per-layer units): the outer level's latency is
+    paid 2 (r - 1) times per collective, once or L times per step; the volume is the same."""
+    plan = BASE.replace(zero_stage=zero, zero_shard_group=8)  # 4 replicas
+    a, b = 1e-3, 3e-3
+    slow = step_time(W, _with_outer_latency(HW, b), plan, efficiency=EXPOSED)
+    fast = step_time(W, _with_outer_latency(HW, a), plan, efficiency=EXPOSED)
+    assert slow.dp_exposed - fast.dp_exposed == pytest.approx(per * 2 * 3 * (b - a), rel=1e-6)
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_replica_overlap_hides_that_share_of_the_replica_all_reduce(zero):
+    """``replica_overlap`` hides its share of the replicas' all-reduce and nothing else;
+    absent, that all-reduce is hidden like the rest of the gradients (dp_overlap)."""
+    plan = BASE.replace(zero_stage=zero, zero_shard_group=8)
+
+    def exposed(o, dp=0.0, p=plan):
+        eff = dataclasses.replace(EXPOSED, dp_overlap=dp, replica_overlap=o)
+        return step_time(W, HW, p, efficiency=eff).dp_exposed
+
+    whole = exposed(0.0) - exposed(1.0)  # the replicas' all-reduce alone
+    assert whole > 0
+    assert exposed(0.25) == pytest.approx(exposed(1.0) + 0.75 * whole, rel=1e-9)
+    assert exposed(None, dp=0.4) == pytest.approx(exposed(0.4, dp=0.4), rel=1e-12)
+    assert exposed(0.3, p=BASE) == pytest.approx(exposed(None, p=BASE), rel=1e-12)  # no groups: no effect
+
+
+def test_replica_overlap_is_checked_by_name():
+    with pytest.raises(markovsim.MarkovsimError, match="replica_overlap"):
+        step_time(W, HW, BASE, efficiency=dataclasses.replace(EXPOSED, replica_overlap=1.5))
+    doc = {"workload": "llama3_8b", "hardware": "h100_sxm", "tp": 1, "pp": 1, "dp": 64, "global_batch": 128,
+           "zero_stage": 3, "zero_shard_group": 8, "efficiency": {"replica_overlap": "25 %"}}
+    assert plan_from_document(doc).efficiency.replica_overlap == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize("changes, needle", [

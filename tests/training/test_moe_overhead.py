@@ -27,7 +27,7 @@ def _with(c):
 
 
 def test_every_preset_leaves_it_off():
-    for name in ("a100_sxm_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200_nvl72", "b300", "gb300_nvl72", "tpu_v5p"):
+    for name in ("a100_sxm_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200_nvl72", "b300", "gb300_nvl72", "tpu_v5p", "tpu_v5e"):
         assert load_hardware(name).kernels.moe_expert_overhead_s == 0.0
 
 
