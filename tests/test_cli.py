@@ -178,6 +178,11 @@ def test_train_linearity_equals_the_library(capsys, plan_spec):
     assert code == 0 and f"{pts[1]['linearity']:.4f}" in out and "linearity" in out
 
 
+def test_train_lists_each_size_once_baseline_first(capsys):
+    got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 8192, 256, 4096, 8192)
+    assert [p["cards"] for p in got["scaling"]["points"]] == [256, 8192, 4096]
+
+
 def test_train_fixed_replica_batch_grows_the_batch(capsys):
     got = run_json(capsys, "train", PLAN, "--baseline", 256, "--cards", 4096, "--batch", "fixed-replica")
     base, big = got["scaling"]["points"]

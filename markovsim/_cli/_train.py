@@ -57,7 +57,8 @@ def run(args) -> int:
     scaling = None
     if args.cards or args.baseline is not None:
         baseline = args.baseline if args.baseline is not None else plan.world_size
-        sizes = [baseline, *(args.cards or [plan.world_size])]
+        # the baseline first, then each other size once, in the order given
+        sizes = [baseline, *(n for n in dict.fromkeys(args.cards or [plan.world_size]) if n != baseline)]
         scaling = tr.linearity_points(spec, sizes, batch=_batch(args.batch), jitter_cv=args.jitter_cv)
     usable = o["usable_memory_bytes"]
     step = o["step_time_s"]
