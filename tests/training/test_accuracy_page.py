@@ -16,6 +16,8 @@ def _family(case: str) -> str:
         return "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"
     if case.startswith("MegaScale 2024 Figure 9"):
         return "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"
+    if case.startswith("torchtitan"):
+        return "A100, torchtitan FSDP2 (Llama 2 and 3, 64 GPUs), tokens/s"
     if case.startswith("MT-NLG"):
         return "A100, Megatron-DeepSpeed (MT-NLG 530B), step time"
     if case.startswith("Llama 3"):
