@@ -381,15 +381,14 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
         gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_pg)
     z3 = zero >= 3
-    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))  # the replicas' all-reduce below
+    dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
     ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
     exposed_ep = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], ep_dual, (1 - c["o_ep"]) * ep_comm)
     exposed_pp = (1 - c["o_pp"]) * pp_comm
-    replica_ar = jnp.where(zero == 0, 0.0, replica_ar)
     exposed_dp = ((1 - c["o_dp"]) * dp_grad + jnp.where(z3, 1 - c["o_dp"], 1 - c["o_pg"]) * dp_param
-                  + (1 - c["o_rep"]) * replica_ar)
+                  + (1 - c["o_rep"]) * replica_ar)  # the replicas' all-reduce, hidden by its own overlap
     dp_grad = dp_grad + replica_ar
     # communication kernels hidden behind compute take SMs from it
     hidden = (tp_comm - exposed_tp) + (ep_comm - exposed_ep) + (pp_comm - exposed_pp) + (dp_grad + dp_param - exposed_dp)
