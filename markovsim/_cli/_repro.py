@@ -53,7 +53,7 @@ def run(args) -> int:
 
 #: the shipped case suites that ``markovsim repro all`` runs and reports: (file, title)
 VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (issue 12)"),
-                     ("tpu_training_runs.toml", "published TPU v5p training runs (MaxText)"))
+                     ("tpu_training_runs.toml", "published TPU v5p and v5e training runs (MaxText)"))
 
 
 def _validations(out: Path) -> list:
