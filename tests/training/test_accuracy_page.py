@@ -16,6 +16,8 @@ def _family(case: str) -> str:
         return "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"
     if case.startswith("MegaScale 2024 Figure 9"):
         return "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"
+    if "Grok-1" in case:
+        return "H100, Grok-1 314B MoE (DGXC, 8 experts, EP 8, 512-2,048 GPUs), step time"
     if case.startswith("DGXC"):
         return "H100 BF16 and FP8, NVIDIA DGXC recipes (NeMo, weak scaling to 2,304 GPUs), step time"
     if case.startswith("torchtitan"):

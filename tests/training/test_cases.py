@@ -78,6 +78,10 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     for said in ("34 published", "within 24 %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
                  "1.1-3.5x", "8-way expert parallelism"):
         assert said in MOE_CAVEAT
+    grok = [r.reported / r.predicted for r in validate_cases(SUITE).rows  # step times: predicted throughput ratio
+            if r.role == "holdout" and "Grok-1" in r.case and r.output == "step_time_s"]
+    assert len(grok) == 6
+    assert f"{min(grok):.2f}-{max(grok):.2f}x that of Grok-1" in MOE_CAVEAT
 
 
 def test_the_linearity_caveat_states_what_the_suites_measure():
