@@ -163,10 +163,8 @@ def _efficiency(t: Table) -> Efficiency:
     for f in dataclasses.fields(Efficiency):
         if f.name == "data_loading_s":
             values[f.name] = t.quantity("data_loading", "time", d.data_loading_s)
-        elif f.name == "replica_overlap":
+        elif f.name in ("compute", "bandwidth", "replica_overlap"):  # optional: None when absent
             values[f.name] = t.quantity(f.name, "ratio", None, minimum=0.0, maximum=1.0)
-        elif f.name in ("compute", "bandwidth"):
-            values[f.name] = t.quantity(f.name, "ratio", None, minimum=0.0, maximum=1.0) if f.name in t else None
         else:
             values[f.name] = t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0, maximum=1.0)
     t.finish()
