@@ -38,6 +38,9 @@ bytes). With tensor parallelism :math:`t` and sequence parallelism everything is
 :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
 Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
+``selective-op`` (torchtitan's per-operator policy) keeps the layer's input (:math:`2h`), the
+BF16 outputs of the GEMMs it does not recompute and the attention kernel's output and
+log-sum-exp (:math:`2 n_q d_v + 4 n_q`), an MoE layer's expert part whole;
 ``full`` keeps only each layer's input, :math:`2h` (divided by :math:`t` with sequence
 parallelism); with ``recompute_layers`` = :math:`k` only :math:`k` layers of each pipeline
 chunk do, the others keeping everything (Megatron-core's block method).
@@ -97,8 +100,21 @@ def activation_bytes_per_layer(c, q, xp):
 
     full = rec == _REC[Recompute.FULL]
     inputs = xp.where(sp, 2.0 * h / t, 2.0 * h)
-    dense = T * xp.where(full, inputs, per_token(dense_mlp))
-    moe = T * xp.where(full, inputs, per_token(moe_mlp))
+    # selective-op keeps the layer's input, the BF16 outputs of the GEMMs it does not
+    # recompute (shares op_<name>) and the attention kernel's output with its log-sum-exp;
+    # an MoE layer's expert part is kept whole (its grouped GEMMs are saved)
+    o = {name: 1.0 - c[f"op_{name}"] for name in ("qkv", "q_down", "q_up", "kv_down", "kv_up", "attn_out",
+                                                  "ffn_in", "ffn_out")}
+    mla = c["mla"]
+    kept_attn = ((1.0 - mla) * o["qkv"] * (nq * dqk + nkv * (dqk + dv))
+                 + mla * (o["q_down"] * c["q_rank"] + o["q_up"] * nq * dqk + o["kv_down"] * (c["kv_rank"] + c["d_rope"])
+                          + o["kv_up"] * nq * (c["d_nope"] + dv))
+                 + o["attn_out"] * h)
+    op_attn = 2.0 * kept_attn + 2.0 * nq * dv + xp.where(flash, 4.0 * nq, 0.0)
+    op_dense = 2.0 * (o["ffn_in"] * c["gate"] * c["ffn"] + o["ffn_out"] * h)
+    per_op = rec == _REC[Recompute.SELECTIVE_OP]
+    dense = T * xp.select([full, per_op], [inputs, inputs + (op_attn + op_dense) / t], default=per_token(dense_mlp))
+    moe = T * xp.select([full, per_op], [inputs, inputs + (op_attn + moe_mlp) / t], default=per_token(moe_mlp))
     return dense, moe
 
 

@@ -48,7 +48,10 @@ last stage (forward and backward). Backward moves twice the forward bytes. All a
 ``memory_bandwidth_fraction`` of HBM bandwidth.
 
 Recomputation repeats, in the backward: ``selective`` the attention core's forward,
-``full`` the whole layer's forward.
+``full`` the whole layer's forward, ``selective-op`` (torchtitan's per-operator policy) the
+share of each GEMM given by :func:`~markovsim.training._workload.op_recompute_shares` (every
+other matrix multiplication, with its FP8 casts), every memory-bound operator's forward and,
+for the unfused kernel only, the attention core (a fused kernel's output is saved).
 
 All functions take dicts of arrays (``c``: workload and hardware constants, ``q``: plan
 arrays) and the array namespace, so the same formulas serve the vectorised kernel
@@ -62,7 +65,7 @@ import numpy as np
 
 from ._hardware import Hardware, KernelModel
 from ._plan import AttentionKernel, Plan, Precision, validate_plan
-from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys
+from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
 
@@ -95,6 +98,8 @@ def workload_operator_constants(w: Workload) -> dict:
         # keys per query a fused kernel computes, the mean over the layers (sliding windows
         # and the causal mask skip the rest)
         attn_keys=attended_keys(w, w.seq_len, w.causal) / w.layers,
+        # the share of each GEMM that recompute = "selective-op" repeats (keys op_<name>)
+        **{f"op_{name}": share for name, share in op_recompute_shares(w).items()},
     )
 
 
@@ -210,23 +215,36 @@ def layer_times(c, q, xp):
     precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}  # the head (logits) runs in BF16: no casts
+    # what recompute = "selective-op" repeats: its share of each GEMM (with its casts)
+    op_gemm = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
+    op_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
     for name, where, M, N, K, count in _gemms(c, q, xp):
-        parts[where] = parts[where] + gemm_seconds(name, M, N, K, count, c, precision)
+        seconds = gemm_seconds(name, M, N, K, count, c, precision)
+        parts[where] = parts[where] + seconds
+        op_gemm[where] = op_gemm[where] + c[f"op_{name}"] * seconds
         if name not in HIGH_PRECISION_GEMMS:
-            casts[where] = casts[where] + xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
+            cast = xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
+            casts[where] = casts[where] + cast
+            op_casts[where] = op_casts[where] + c[f"op_{name}"] * cast
     core_f, core_b = _attention_core(c, q, xp)
     common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, xp)
     bw = c["mem_bw"]
+    # selective-op: the attention kernel's output is saved (an unfused core is not: its
+    # softmax and batched products are recomputed); every element-wise operator is recomputed
+    op_attn = op_gemm["attn"] + (common + op_casts["attn"]) / bw + xp.where(q["attn"] == 0, 0.0, core_f)
+    op_dense = op_gemm["dense"] + (dense_b + op_casts["dense"]) / bw
+    op_moe = op_gemm["moe"] + (moe_b + op_casts["moe"]) / bw
     attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw
     dense_f = parts["dense"] + (dense_b + casts["dense"]) / bw
     moe_f = parts["moe"] + (moe_b + casts["moe"]) / bw
     attn_fb = 3.0 * (parts["attn"] + (common + casts["attn"]) / bw) + core_f + core_b
     rec = q["rec"]
-    extra_attn = xp.select([rec == _REC[Recompute.SELECTIVE], rec == _REC[Recompute.FULL]],
-                           [core_f, attn_f], default=0.0)
+    per_op = rec == _REC[Recompute.SELECTIVE_OP]
+    extra_attn = xp.select([rec == _REC[Recompute.SELECTIVE], rec == _REC[Recompute.FULL], per_op],
+                           [core_f, attn_f, op_attn], default=0.0)
     full = rec == _REC[Recompute.FULL]
-    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.where(full, dense_f, 0.0)
-    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.where(full, moe_f, 0.0)
+    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.select([full, per_op], [dense_f, op_dense], default=0.0)
+    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.select([full, per_op], [moe_f, op_moe], default=0.0)
     logit = 3.0 * parts["logit"] + logit_b / bw
     # one forward of each layer: what full recomputation adds to a layer that is not recomputed
     return dict(dense=dense_layer, moe=moe_layer, logit=logit, dense_forward=attn_f + dense_f,

@@ -24,7 +24,9 @@ from ._workload import Attention, Recompute, Workload
 __all__ = ["SearchResult", "candidate_plans", "search_plans"]
 
 _SCHEDULES = list(SCHEDULE_CODES)
-_RECOMPUTES = list(RECOMPUTE_CODES)
+# the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is
+# evaluated when a plan names it, not proposed
+_RECOMPUTES = [r for r in RECOMPUTE_CODES if r is not Recompute.SELECTIVE_OP]
 
 
 @dataclasses.dataclass(frozen=True)

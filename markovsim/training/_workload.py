@@ -46,7 +46,7 @@ import enum
 from .._errors import InvalidParameterError, check_integer
 
 __all__ = ["Attention", "FFNKind", "MLA", "MoE", "Workload", "ParameterCount", "Recompute",
-           "FlopConvention", "parameter_count", "flops_per_token", "model_flops_per_token"]
+           "FlopConvention", "parameter_count", "flops_per_token", "model_flops_per_token", "op_recompute_shares"]
 
 
 class FFNKind(enum.Enum):
@@ -73,11 +73,16 @@ class FlopConvention(enum.Enum):
 
 
 class Recompute(enum.Enum):
-    """Activation recomputation: ``none``, ``selective`` (attention core) or ``full``."""
+    """Activation recomputation: ``none``, ``selective`` (Megatron-LM: the attention core),
+    ``full`` (the whole layer), or ``selective-op`` (torchtitan's per-operator policy: the
+    outputs of every other matrix multiplication and of the attention kernel are saved, the
+    other matrix multiplications and every element-wise operator recomputed; see
+    :func:`op_recompute_shares`)."""
 
     NONE = "none"
     SELECTIVE = "selective"
     FULL = "full"
+    SELECTIVE_OP = "selective-op"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,8 +309,66 @@ def flops_per_token(workload: Workload, *, recompute: Recompute = Recompute.NONE
     forward = 2 * matmul + core
     model = 3 * forward
     rec = Recompute(recompute)
-    extra = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: forward}[rec]
+    extra = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: forward,
+             Recompute.SELECTIVE_OP: _op_recompute_flops(w)}[rec]
     return float(model), float(model + extra)
+
+
+def op_recompute_shares(w: Workload) -> dict[str, float]:
+    """Share of each forward GEMM of a layer that ``recompute = "selective-op"`` recomputes.
+
+    torchtitan's per-operator checkpoint policy (``selective_ac_option = "op"``,
+    ``torchtitan/models/llama3/infra/parallelize.py``) counts the matrix multiplications
+    (``aten.mm``) of each transformer block in program order and saves the output of the
+    odd-numbered ones, recomputing the even-numbered ones; the attention kernel's output is
+    saved, every element-wise operator (norms, activations, residual adds) recomputed. In the
+    order of torchtitan's blocks: ``wq, wk, wv, wo`` (GQA; MLA: ``wq_a, wq_b, wkv_a, wkv_b,
+    wo``), then the FFN ``w1, w3, w2`` (SwiGLU; GELU: ``w1, w2``) or, in an MoE layer, the
+    router, the routed experts and the shared experts' ``w1, w3, w2``. Keys are the operator
+    names of the layer's GEMM list (``_operators``; ``qkv`` is ``wq, wk, wv`` fused, of which
+    ``wk`` is recomputed). Assumption: the routed experts' grouped GEMMs are not ``aten.mm``
+    and are saved (share 0). The output head is outside the blocks (share 0).
+    """
+    gated = w.ffn_kind is FFNKind.SWIGLU
+    if w.attention is Attention.GQA:
+        d = w.d_head
+        shares = dict(qkv=w.kv_heads * d / ((w.heads + 2 * w.kv_heads) * d), q_down=0.0, q_up=0.0,
+                      kv_down=0.0, kv_up=0.0, attn_out=1.0)
+        a = 4  # wq, wk, wv, wo
+    else:
+        shares = dict(qkv=0.0, q_down=0.0, q_up=1.0, kv_down=0.0, kv_up=1.0, attn_out=0.0)
+        a = 5  # wq_a, wq_b, wkv_a, wkv_b, wo
+
+    def even(i: int) -> float:
+        return 1.0 if i % 2 == 0 else 0.0
+
+    g = 2 if gated else 1
+    # the FFN's first projection: w1 and w3 (one of each parity) or w1 alone
+    shares.update(ffn_in=0.5 if gated else even(a + 1), ffn_out=even(a + g + 1), router=even(a + 1),
+                  expert_in=0.0, expert_out=0.0, shared_in=0.5 if gated else even(a + 2),
+                  shared_out=even(a + g + 2), logits=0.0)
+    return shares
+
+
+def _op_recompute_flops(w: Workload) -> float:
+    """Forward GEMM FLOPs per token that ``selective-op`` recomputes, all layers."""
+    r = op_recompute_shares(w)
+    h = w.hidden
+    g = 2 if w.ffn_kind is FFNKind.SWIGLU else 1
+    if w.attention is Attention.GQA:
+        d = w.d_head
+        attn = (r["qkv"] * h * (w.heads + 2 * w.kv_heads) * d + r["attn_out"] * w.heads * d * h)
+    else:
+        m = w.mla
+        dqk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        attn = (r["q_up"] * m.q_lora_rank * w.heads * dqk
+                + r["kv_up"] * m.kv_lora_rank * w.heads * (m.qk_nope_head_dim + m.v_head_dim))
+    dense = (r["ffn_in"] * g + r["ffn_out"]) * h * w.ffn_hidden
+    moe = 0.0
+    if w.moe is not None:
+        e = w.moe
+        moe = r["router"] * h * e.routed_experts + (r["shared_in"] * g + r["shared_out"]) * h * e.expert_ffn * e.shared_experts
+    return 2.0 * (w.layers * attn + w.dense_layers * dense + w.moe_layers * moe)
 
 
 def model_flops_per_token(workload: Workload, convention: FlopConvention = FlopConvention.PALM, *,
