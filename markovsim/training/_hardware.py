@@ -114,7 +114,10 @@ class Hardware:
 
     ``peak_flop_per_s`` is the dense BF16/FP16 tensor rate; ``peak_fp8_flop_per_s`` the dense
     FP8 rate (``None``: no FP8 above BF16); ``kernels`` the fitted :class:`KernelModel`
-    (``None``: not fitted; a plan must then give ``efficiency.compute``).
+    (``None``: not fitted; a plan must then give ``efficiency.compute``);
+    ``host_bandwidth_bytes_per_s`` the link between one accelerator and host memory, one
+    direction (PCIe, NVLink-C2C), which activation offloading (``Plan.offload_layers``) moves
+    over (``None``: not described; such plans are refused).
     """
 
     name: str
@@ -124,9 +127,12 @@ class Hardware:
     levels: tuple[LinkLevel, ...]
     peak_fp8_flop_per_s: float | None = None
     kernels: KernelModel | None = None
+    host_bandwidth_bytes_per_s: float | None = None  # accelerator <-> host memory, one direction
 
     def validate(self) -> "Hardware":
         check_positive(f"{self.name}.peak_flop_per_s", self.peak_flop_per_s)
+        if self.host_bandwidth_bytes_per_s is not None:
+            check_positive(f"{self.name}.host_bandwidth_bytes_per_s", self.host_bandwidth_bytes_per_s)
         if self.peak_fp8_flop_per_s is not None:
             check_positive(f"{self.name}.peak_fp8_flop_per_s", self.peak_fp8_flop_per_s)
             if self.peak_fp8_flop_per_s < self.peak_flop_per_s:

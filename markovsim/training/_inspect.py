@@ -16,7 +16,7 @@ from ._hardware import Efficiency, Hardware
 from ._memory import blended_activation_bytes, in_flight, state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
-from ._step import _plan_arrays, kernel_constants, recompute_split, stage_shares
+from ._step import _plan_arrays, kernel_constants, offloaded_share, recompute_split, stage_shares
 from ._workload import Workload
 
 __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
@@ -57,6 +57,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     dense, moe = blended_activation_bytes(c, q_kept, q_full, phi, np)
     m = q["gbs"] / (q["dp"] * q["mb"])
     act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
+    act = act * (1.0 - offloaded_share(q, sh, np))  # activations offloaded to host memory
     total = float(weights + grads + opt + act)
     usable = eff.usable_memory * hardware.hbm_bytes
     return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)

@@ -65,6 +65,9 @@ KEY_DOCS = {
         "levels[].bandwidth": "bandwidth per card at this level, as the source quotes it (see direction)",
         "levels[].direction": "whether that bandwidth is per direction or the bidirectional sum (halved)",
         "levels[].latency": "latency per message (the alpha of the alpha-beta model)",
+        "host_link": "link between one card and host memory (optional; needed by plans that offload activations)",
+        "host_link.bandwidth": "bandwidth per card to host memory, as the source quotes it (see direction)",
+        "host_link.direction": "whether that bandwidth is per direction or the bidirectional sum (halved)",
     },
     "plan": {
         "name": "label of the plan (default: workload on cards x hardware)",
@@ -85,6 +88,8 @@ KEY_DOCS = {
         "recompute": "activation recomputation",
         "recompute_layers": ("with recompute = 'full': layers of each pipeline chunk recomputed, the rest keep "
                              "their activations (Megatron's block method); 0: every layer"),
+        "offload_layers": ("layers of each pipeline chunk whose activations are held in host memory between "
+                           "their forward and backward (Megatron's cpu_offloading_num_layers); 0: none"),
         "fp8_params": ("FP8 runs: weights kept in FP8, no BF16 copy, ZeRO weight all-gather in FP8 "
                        "(Megatron's fp8_param_gather)"),
         "layer_split": "how layers are cut into pipeline chunks",

@@ -45,7 +45,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
 from ._hardware import Efficiency, Hardware
 from ._plan import Plan, validate_plan
-from ._step import _as_jax, _jit_kernel, _plan_arrays, kernel_constants
+from ._step import _as_jax, _jit_kernel, _plan_arrays, check_offload, kernel_constants
 from ._straggler import SlowNodes, straggler_delay
 from ._workload import Workload
 
@@ -245,6 +245,7 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
         g = _global_batch(rule, plan, p.dp, i, len(cards))
         p = p.replace(global_batch=g)
         validate_plan(workload, p, world_size=n)
+        check_offload(hardware, p)
         out = _jit_kernel(c, _plan_arrays(p, 0.0))
         fits.append(bool(out["fits"]))
         if require_fit and not fits[-1]:

@@ -70,7 +70,10 @@ class Plan:
     (Megatron-core's ``--recompute-method block --recompute-num-layers``); 0 (default)
     recomputes every layer. ``fp8_params``: FP8 runs keep the weights in FP8 (Megatron-core's
     ``fp8_param_gather``): no BF16 copy beside the FP8 one, and the ZeRO all-gather of the
-    updated weights moves 1 byte per weight instead of 2.
+    updated weights moves 1 byte per weight instead of 2. ``offload_layers``: activation
+    offloading (Megatron-core's ``cpu_offloading_num_layers``): this many layers of each
+    pipeline chunk move their activations to host memory after their forward and back before
+    their backward, over the hardware's ``host_link``; 0 (default) offloads none.
     """
 
     tp: int
@@ -87,6 +90,7 @@ class Plan:
     schedule: Schedule = Schedule.ONE_F_ONE_B
     recompute: Recompute = Recompute.NONE
     recompute_layers: int = 0
+    offload_layers: int = 0
     fp8_params: bool = False
     layer_split: LayerSplit = LayerSplit.EVEN
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
@@ -140,6 +144,7 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError(
             f"plan.recompute_layers={rl}: recomputes whole layers, so it needs recompute='full' "
             f"(got recompute={Recompute(plan.recompute).value!r}); expected 0 or recompute='full'")
+    check_integer("plan.offload_layers", plan.offload_layers, minimum=0)
     AttentionKernel(plan.attention_kernel)
     if not isinstance(plan.fp8_params, (bool, int)) or plan.fp8_params not in (0, 1):
         raise InvalidParameterError(f"plan.fp8_params={plan.fp8_params!r}: expected true or false")
@@ -177,6 +182,11 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError(
             f"plan.recompute_layers={plan.recompute_layers}: a pipeline chunk holds at most {most} layers "
             f"({w.name}: {w.layers} layers on pp x virtual_stages = {chunks} chunks); expected 0..{most}")
+    if plan.offload_layers >= most:
+        raise InvalidParameterError(
+            f"plan.offload_layers={plan.offload_layers}: fewer than a pipeline chunk's {most} layers can offload "
+            f"their activations (the last layer's backward starts at once; Megatron-core requires fewer "
+            f"offloaded layers than layers); expected 0..{most - 1}")
     if plan.ep > 1:
         if w.moe is None:
             raise InvalidParameterError(f"plan.ep={plan.ep}: {w.name} is dense (no experts)")

@@ -130,7 +130,14 @@ def _hardware(t: Table) -> Hardware:
     hbm_bw = t.quantity("hbm_bandwidth", "bandwidth", strictly_positive=True)
     levels = [_level(lv) for lv in t.tables("levels")]
     kernels = _kernels(t.table("kernels")) if "kernels" in t else None
-    hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels)
+    host = None
+    if "host_link" in t:
+        hl = t.table("host_link")
+        host = hl.quantity("bandwidth", "bandwidth", strictly_positive=True)
+        host *= _DIRECTIONS[hl.text("direction", choices=tuple(_DIRECTIONS))]
+        hl.finish()
+    hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels,
+                  host_bandwidth_bytes_per_s=host)
     t.finish()
     return hw.validate()
 
@@ -197,6 +204,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         schedule=_choice(t, "schedule", Schedule, Schedule.ONE_F_ONE_B),
         recompute=_choice(t, "recompute", Recompute, Recompute.NONE),
         recompute_layers=t.integer("recompute_layers", 0, minimum=0),
+        offload_layers=t.integer("offload_layers", 0, minimum=0),
         fp8_params=t.raw("fp8_params", False, types=(bool,)),
         layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),

@@ -107,16 +107,17 @@ _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
-             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes")
+             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload")
 
 
 @dataclasses.dataclass(frozen=True)
 class StepBreakdown:
     """Where one step's time goes (seconds), what it yields, and its memory.
 
-    The step is the sum of ``compute``, ``bubble``, the four ``*_exposed`` terms,
-    ``optimizer``, ``grad_norm``, ``sync``, ``overhead``, ``data_loading`` and
-    ``straggler``. ``fits``: ``memory_bytes`` within the usable HBM.
+    The step is the sum of ``compute``, ``bubble``, the four communication ``*_exposed``
+    terms, ``optimizer``, ``grad_norm``, ``sync``, ``overhead``, ``data_loading``,
+    ``straggler`` and ``offload_exposed`` (activation offloading's transfers that compute does
+    not hide). ``fits``: ``memory_bytes`` within the usable HBM.
     """
 
     step_time: float
@@ -144,10 +145,11 @@ class StepBreakdown:
     tflops_per_gpu_megatron: float = 0.0
     usable_memory_bytes: float = 0.0
     fits: bool = True
+    offload_exposed: float = 0.0  # activation offloading's transfers not hidden behind compute
 
     #: the time terms that add up to ``step_time``
     PARTS = ("compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
-             "grad_norm", "sync", "overhead", "data_loading", "straggler")
+             "grad_norm", "sync", "overhead", "data_loading", "straggler", "offload_exposed")
 
 
 def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficiency = Efficiency()) -> dict:
@@ -193,8 +195,25 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         comm_sm=efficiency.comm_sm_fraction,
         eta_interleave=float(kernels.interleave_efficiency if not legacy else 1.0), mtp=float(w.mtp_layers), mtp_moe=1.0 if w.moe is not None else 0.0,
         moe_expert_s=float(kernels.moe_expert_overhead_s if not legacy else 0.0),
+        host_bw=float(hardware.host_bandwidth_bytes_per_s or 0.0),
     )
     return c
+
+
+def offloaded_share(q, sh, xp=jnp):
+    """The share of the fullest stage's layers whose activations are offloaded to host memory
+    (``offload_layers`` of each pipeline chunk)."""
+    chunk_layers = sh["stage_layers"] / q["v"]
+    return xp.minimum(q["offload"], chunk_layers) / xp.maximum(chunk_layers, 1e-300)
+
+
+def check_offload(hardware: Hardware, plan: Plan) -> None:
+    """Refuse a plan that offloads activations to a card whose host link is not described."""
+    if plan.offload_layers and hardware.host_bandwidth_bytes_per_s is None:
+        raise InvalidParameterError(
+            f"plan.offload_layers={plan.offload_layers}: {hardware.name} has no host_link (its bandwidth to "
+            "host memory), which offloaded activations cross; expected offload_layers = 0 or a [host_link] "
+            "table in the hardware file")
 
 
 def _level(c, span, xp=jnp):
@@ -408,18 +427,28 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     overhead = c["step_overhead"]
     data_loading = c["data_loading"]
     straggler = q["straggler"]
+    # activation offloading: the offloaded layers' activations of each micro-batch go to host
+    # memory during its forward and come back during its backward (a third and two thirds of
+    # the micro-batch's compute), each direction hidden behind the phase it runs in
+    offload_share = offloaded_share(q, sh, jnp)
+    dense_off, moe_off = blended_activation_bytes(c, q_kept, q_full, phi, jnp)
+    moved = offload_share * (dense_off * (sh["stage_layers"] - sh["moe_stage"]) + moe_off * sh["moe_stage"])
+    transfer = moved / jnp.maximum(c["host_bw"], 1e-300)
+    offload = jnp.where(q["offload"] > 0, m * (jnp.maximum(transfer - t_mb / 3.0, 0.0)
+                                               + jnp.maximum(transfer - 2.0 * t_mb / 3.0, 0.0)), 0.0)
     step = (compute + bubble + exposed_tp + exposed_ep + exposed_pp + exposed_dp + optimizer + grad_norm + sync
-            + overhead + data_loading + straggler)
+            + overhead + data_loading + straggler + offload)
     # memory
     weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
     dense_act, moe_act = blended_activation_bytes(c, q_kept, q_full, phi, jnp)
     act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
+    act_bytes = act_bytes * (1.0 - offload_share)  # the offloaded layers' activations wait in host memory
     memory = weights + grads + opt_states + act_bytes
     tokens_per_s = gbs * s / step
     per_gpu = tokens_per_s / world
     return dict(step_time=step, compute=compute, bubble=bubble, tp_exposed=exposed_tp,
                 ep_exposed=exposed_ep, pp_exposed=exposed_pp, dp_exposed=exposed_dp,
-                optimizer=optimizer, grad_norm=grad_norm, sync=sync, memory_bytes=memory,
+                optimizer=optimizer, grad_norm=grad_norm, sync=sync, offload_exposed=offload, memory_bytes=memory,
                 tokens_per_s=tokens_per_s, mfu=per_gpu * c["flops_palm"] / c["peak"],
                 hfu=per_gpu * hw_flops / c["peak"],
                 communication_total=tp_comm + ep_comm + pp_comm + dp_grad + dp_param,
@@ -440,7 +469,7 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
-                fp8_params=int(bool(plan.fp8_params)),
+                offload=plan.offload_layers, fp8_params=int(bool(plan.fp8_params)),
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
@@ -473,6 +502,7 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
             a kernel model and no ``efficiency.compute``.
     """
     validate_plan(workload, plan, world_size=world_size)
+    check_offload(hardware, plan)
     check_nonnegative("straggler_s", straggler_s, unit="s")
     c = kernel_constants(workload, hardware, efficiency)
     out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s))
@@ -498,7 +528,7 @@ def breakdown_from(out: dict, c: dict, straggler, index=()) -> StepBreakdown:
 
 #: the fields :func:`evaluate_plans` returns per plan
 _CORE = ("step_time", "compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
-         "grad_norm", "sync", "memory_bytes", "tokens_per_s", "mfu", "hfu", "communication_total")
+         "grad_norm", "sync", "offload_exposed", "memory_bytes", "tokens_per_s", "mfu", "hfu", "communication_total")
 
 
 def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
@@ -524,6 +554,6 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
-                rec_layers=np.zeros(shape), fp8_params=np.zeros(shape))
+                rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape))
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})

@@ -51,6 +51,10 @@ def test_hardware_units_and_ranges(name):
         assert 0 <= lv.latency_s <= 1e-3
     # the scale-out network is slower than the scale-up domain, per direction
     assert hw.levels[-1].bandwidth_bytes_per_s < hw.levels[0].bandwidth_bytes_per_s
+    if hw.host_bandwidth_bytes_per_s is not None:
+        # one direction, bytes per second: PCIe Gen4 x16 (32e9) up to NVLink-C2C
+        assert 16e9 <= hw.host_bandwidth_bytes_per_s <= 1e12
+        assert hw.host_bandwidth_bytes_per_s < hw.levels[0].bandwidth_bytes_per_s
     if hw.kernels is not None:
         k = hw.kernels
         for f in ("gemm_peak_fraction", "attention_peak_fraction", "memory_bandwidth_fraction",
@@ -68,6 +72,9 @@ def test_per_direction_bandwidths_are_halved_from_the_sheets():
     # NICs per direction: 200 / 400 Gb/s
     assert load_hardware("a100_sxm_80gb").levels[-1].bandwidth_bytes_per_s == pytest.approx(25e9)
     assert load_hardware("h100_sxm").levels[-1].bandwidth_bytes_per_s == pytest.approx(50e9)
+    # host links are sold as the sum of both directions too: PCIe Gen5 x16 "128GB/s"
+    assert load_hardware("h100_sxm").host_bandwidth_bytes_per_s == pytest.approx(64e9)
+    assert load_hardware("a100_sxm_80gb").host_bandwidth_bytes_per_s == pytest.approx(32e9)
     # dense, not sparse: the H100's BF16 rate is half the datasheet's 1,979 TFLOP/s
     assert load_hardware("h100_sxm").peak_flop_per_s == pytest.approx(989.4e12)
 
