@@ -16,7 +16,8 @@ _LABELS = {"bubble": "pipeline bubble", "tp_exposed": "TP communication (exposed
            "ep_exposed": "EP communication (exposed)", "pp_exposed": "PP communication (exposed)",
            "dp_exposed": "DP communication (exposed)", "optimizer": "optimizer step",
            "grad_norm": "gradient norm", "sync": "synchronisation", "overhead": "fixed per-step overhead",
-           "data_loading": "data loading", "straggler": "stragglers"}
+           "data_loading": "data loading", "straggler": "stragglers",
+           "offload_exposed": "activation offloading (exposed)"}
 
 
 def _parts():

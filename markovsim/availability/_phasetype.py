@@ -457,8 +457,11 @@ def _fit_one(form, k, t, cens, n_zero, n_total):
         return -_loglik_ph(d, ts, cens, n_zero)
 
     if form is PhaseForm.COXIAN or has_zero:
-        res = optimize.minimize(neg_ll, theta, method="Nelder-Mead" if theta.size <= 3 else "BFGS",
-                                options={"maxiter": 20000})
+        # converged tightly: the Wald interval below is read at the optimum, and a loose stop
+        # (BFGS's default gradient tolerance) moved it by a few percent between SciPy releases
+        simplex = theta.size <= 3
+        opts = {"maxiter": 20000, **({"xatol": 1e-10, "fatol": 1e-12} if simplex else {"gtol": 1e-9})}
+        res = optimize.minimize(neg_ll, theta, method="Nelder-Mead" if simplex else "BFGS", options=opts)
         if np.isfinite(res.fun) and res.fun <= neg_ll(theta):
             theta = res.x
     ll_scaled = -neg_ll(theta)

@@ -115,6 +115,7 @@ from ._workload import (
     Workload as Workload,
     flops_per_token as flops_per_token,
     model_flops_per_token as model_flops_per_token,
+    op_recompute_shares as op_recompute_shares,
     parameter_count as parameter_count,
 )
 
@@ -128,7 +129,7 @@ __all__ = [
     "PlanSpec", "load_hardware", "load_plan", "load_workload",
     "RECOMPUTE_CODES", "SCHEDULE_CODES", "StepBreakdown", "evaluate_plans", "step_time",
     "MLA", "Attention", "FFNKind", "FlopConvention", "MoE", "ParameterCount", "Recompute", "Workload",
-    "flops_per_token", "model_flops_per_token", "parameter_count",
+    "flops_per_token", "model_flops_per_token", "op_recompute_shares", "parameter_count",
     "BatchRule", "FixedGlobalBatch", "FixedReplicaBatch", "GlobalBatches", "LinearityBand",
     "Scaling", "ScalingCurve", "effective_throughput", "linearity", "linearity_band", "scale_plan",
     "scaling_curve",

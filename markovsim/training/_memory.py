@@ -33,8 +33,8 @@ token:
 For GPT-3-style layers (:math:`n_{kv} = n_q`, :math:`f = 4h`, dropout) this is the paper's
 :math:`34h + 5 a s`. FP8 runs hold the inputs of their FP8 GEMMs (QKV and MLP inputs,
 the output projection's and the second MLP matrix's inputs) at 1 byte:
-:math:`2h + n_q d_v + f` fewer bytes per token (the MoE experts' inputs are left at 2
-bytes). With tensor parallelism :math:`t` and sequence parallelism everything is divided by
+:math:`2h + n_q d_v + f` fewer bytes per token, and in an MoE layer the experts' too
+(Transformer Engine's FP8 grouped linear layers): :math:`k(h + f_e) + f_e n_s` fewer. With tensor parallelism :math:`t` and sequence parallelism everything is divided by
 :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
 Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
@@ -89,6 +89,9 @@ def activation_bytes_per_layer(c, q, xp):
     replicated = replicated - xp.where(fp8, 2.0 * h, 0.0)
     attn_sharded = attn_sharded - xp.where(fp8, nq * dv, 0.0)
     dense_mlp = dense_mlp - xp.where(fp8, c["ffn"], 0.0)
+    # ... and so do the experts' grouped GEMMs: each routed copy's first-matrix input (h) and
+    # second-matrix input (f_e), and the shared experts' second-matrix input
+    moe_mlp = moe_mlp - xp.where(fp8, k * (h + c["expert_ffn"]) + c["expert_ffn"] * c["shared"], 0.0)
     rec = q["rec"]
     selective = rec == _REC[Recompute.SELECTIVE]
     attn_sharded = xp.where(selective, attn_sharded - scores, attn_sharded)

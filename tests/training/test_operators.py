@@ -194,6 +194,23 @@ def test_fp8_holds_its_gemm_inputs_at_one_byte(t, sp):
     assert _activations_per_layer(LLAMA, full) == _activations_per_layer(LLAMA, full.replace(precision=Precision.FP8))
 
 
+@pytest.mark.parametrize("t,shared", [(1, 0), (1, 1), (2, 2)])
+def test_fp8_holds_the_experts_gemm_inputs_at_one_byte_too(t, shared):
+    """An MoE layer saves, beyond the attention's and the MLP input's FP8 bytes, each routed
+    copy's first-matrix input (h) and second-matrix input (f_e) and the shared experts'
+    second-matrix input (f_e n_s), over t with sequence parallelism."""
+    from markovsim.training._workload import MoE
+    w = Workload("moe-fp8", layers=4, hidden=1024, ffn_hidden=2816, heads=16, kv_heads=4, vocab=32000,
+                 seq_len=2048, moe=MoE(routed_experts=8, top_k=2, expert_ffn=512, shared_experts=shared,
+                                       dense_layers=0))
+    b, s, h, k, fe = 2, w.seq_len, w.hidden, 2, 512
+    plan = Plan(tp=t, pp=1, dp=8 // t, ep=2, global_batch=16, micro_batch=b, sequence_parallel=t > 1)
+    saved = _activations_per_layer(w, plan) - _activations_per_layer(w, plan.replace(precision=Precision.FP8))
+    attention_and_input = 2 * h + w.heads * w.d_head
+    want = b * s * (attention_and_input + k * (h + fe) + fe * shared) / t
+    assert saved == pytest.approx(want, rel=1e-12)
+
+
 def test_dualpipe_runs_the_head_for_half_the_micro_batches():
     """DualPipe feeds micro-batches from both ends (DeepSeek-AI 2024 sec. 3.2.1): the rank with
     the output head runs the last stage for half of them, so a larger head costs it half of
