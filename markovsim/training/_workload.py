@@ -314,7 +314,7 @@ def flops_per_token(workload: Workload, *, recompute: Recompute = Recompute.NONE
     return float(model), float(model + extra)
 
 
-def op_recompute_shares(w: Workload) -> dict[str, float]:
+def op_recompute_shares(workload: Workload) -> dict[str, float]:
     """Share of each forward GEMM of a layer that ``recompute = "selective-op"`` recomputes.
 
     torchtitan's per-operator checkpoint policy (``selective_ac_option = "op"``,
@@ -329,6 +329,7 @@ def op_recompute_shares(w: Workload) -> dict[str, float]:
     ``wk`` is recomputed). Assumption: the routed experts' grouped GEMMs are not ``aten.mm``
     and are saved (share 0). The output head is outside the blocks (share 0).
     """
+    w = workload.validate()
     gated = w.ffn_kind is FFNKind.SWIGLU
     if w.attention is Attention.GQA:
         d = w.d_head
