@@ -13,10 +13,10 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from ._hardware import Efficiency, Hardware
-from ._memory import blended_activation_bytes, in_flight, state_bytes
+from ._memory import state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
-from ._step import _plan_arrays, kernel_constants, offloaded_share, recompute_split, stage_shares
+from ._step import _plan_arrays, activation_bytes, kernel_constants, recompute_split, stage_shares
 from ._workload import Workload
 
 __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
@@ -54,10 +54,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     sh = stage_shares(c, q, np)
     weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
     q_kept, q_full, phi = recompute_split(c, q, sh, np)
-    dense, moe = blended_activation_bytes(c, q_kept, q_full, phi, np)
-    m = q["gbs"] / (q["dp"] * q["mb"])
-    act = in_flight(q, m, np) * (dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"])
-    act = act * (1.0 - offloaded_share(q, sh, np))  # activations offloaded to host memory
+    _, act = activation_bytes(c, q, sh, q_kept, q_full, phi, q["gbs"] / (q["dp"] * q["mb"]), np)
     total = float(weights + grads + opt + act)
     usable = eff.usable_memory * hardware.hbm_bytes
     return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)

@@ -94,10 +94,14 @@ def workload_from_document(doc: dict, *, where: str = "workload", base: Path | N
 _DIRECTIONS = {"per-direction": 1.0, "bidirectional": 0.5}
 
 
+def _one_way(t: Table) -> float:
+    """A link's ``bandwidth`` per direction, from the figure and its ``direction``."""
+    bw = t.quantity("bandwidth", "bandwidth", strictly_positive=True)
+    return bw * _DIRECTIONS[t.text("direction", choices=tuple(_DIRECTIONS))]
+
+
 def _level(lv: Table) -> LinkLevel:
-    bw = lv.quantity("bandwidth", "bandwidth", strictly_positive=True)
-    direction = lv.text("direction", choices=tuple(_DIRECTIONS))
-    level = LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0), bw * _DIRECTIONS[direction],
+    level = LinkLevel(lv.text("name"), lv.integer("domain_size", minimum=0), _one_way(lv),
                       lv.quantity("latency", "time"))
     lv.finish()
     return level
@@ -133,8 +137,7 @@ def _hardware(t: Table) -> Hardware:
     host = None
     if "host_link" in t:
         hl = t.table("host_link")
-        host = hl.quantity("bandwidth", "bandwidth", strictly_positive=True)
-        host *= _DIRECTIONS[hl.text("direction", choices=tuple(_DIRECTIONS))]
+        host = _one_way(hl)
         hl.finish()
     hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels,
                   host_bandwidth_bytes_per_s=host)

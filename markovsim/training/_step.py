@@ -207,6 +207,16 @@ def offloaded_share(q, sh, xp=jnp):
     return xp.minimum(q["offload"], chunk_layers) / xp.maximum(chunk_layers, 1e-300)
 
 
+def activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
+    """Activations of the fullest stage: the bytes of one micro-batch that offloading moves to
+    host memory, and the bytes the stage holds in HBM (its micro-batches in flight, the
+    offloaded layers' share left out)."""
+    dense, moe = blended_activation_bytes(c, q_kept, q_full, phi, xp)
+    one = dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"]
+    share = offloaded_share(q, sh, xp)
+    return share * one, in_flight(q, m, xp) * one * (1.0 - share)
+
+
 def check_offload(hardware: Hardware, plan: Plan) -> None:
     """Refuse a plan that offloads activations to a card whose host link is not described."""
     if plan.offload_layers and hardware.host_bandwidth_bytes_per_s is None:
@@ -430,9 +440,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # activation offloading: the offloaded layers' activations of each micro-batch go to host
     # memory during its forward and come back during its backward (a third and two thirds of
     # the micro-batch's compute), each direction hidden behind the phase it runs in
-    offload_share = offloaded_share(q, sh, jnp)
-    dense_off, moe_off = blended_activation_bytes(c, q_kept, q_full, phi, jnp)
-    moved = offload_share * (dense_off * (sh["stage_layers"] - sh["moe_stage"]) + moe_off * sh["moe_stage"])
+    moved, act_bytes = activation_bytes(c, q, sh, q_kept, q_full, phi, m, jnp)
     transfer = moved / jnp.maximum(c["host_bw"], 1e-300)
     offload = jnp.where(q["offload"] > 0, m * (jnp.maximum(transfer - t_mb / 3.0, 0.0)
                                                + jnp.maximum(transfer - 2.0 * t_mb / 3.0, 0.0)), 0.0)
@@ -440,9 +448,6 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
             + overhead + data_loading + straggler + offload)
     # memory
     weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
-    dense_act, moe_act = blended_activation_bytes(c, q_kept, q_full, phi, jnp)
-    act_bytes = in_flight(q, m, jnp) * (dense_act * (sh["stage_layers"] - sh["moe_stage"]) + moe_act * sh["moe_stage"])
-    act_bytes = act_bytes * (1.0 - offload_share)  # the offloaded layers' activations wait in host memory
     memory = weights + grads + opt_states + act_bytes
     tokens_per_s = gbs * s / step
     per_gpu = tokens_per_s / world
