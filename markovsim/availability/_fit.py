@@ -42,7 +42,7 @@ from .._errors import InvalidParameterError
 from .._lazy import lazy_module
 from .._units import DAY, HOUR
 from ._common_cause import (BurstSizes, MarkovModulatedPoisson, MMPPFit, Shocks, cluster_shocks,
-                            fit_burst_sizes, fit_mmpp)
+                            fit_burst_sizes, fit_mmpp, normal_root)
 from ._logs import FaultLog, dispersion_index
 from ._phasetype import PhaseForm, PhaseType, PhaseTypeFit, _covariance, fit_phase_type
 
@@ -163,9 +163,7 @@ class RateClassFit:
 
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(shares, weights) from the Wald normal of ``theta``."""
-        cov = np.where(np.isfinite(self.covariance), self.covariance, 0.0)
-        w, v = np.linalg.eigh((cov + cov.T) / 2)
-        th = self.theta + v @ (np.sqrt(np.clip(w, 0, None)) * rng.standard_normal(w.size))
+        th = self.theta + normal_root(self.covariance) @ rng.standard_normal(self.theta.size)
         shares, rates = _unpack_mixture(th, self.shares.size)
         return shares, rates / float(shares @ rates)
 

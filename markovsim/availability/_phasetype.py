@@ -38,6 +38,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError, check_nonnegative, check_positive
 from .._lazy import lazy_module
+from ._common_cause import normal_root
 
 linalg = lazy_module("scipy.linalg")
 optimize = lazy_module("scipy.optimize")
@@ -322,10 +323,7 @@ class PhaseTypeFit:
 
 
 def _mvn(rng, mean, cov, size):
-    cov = np.where(np.isfinite(cov), cov, 0.0)
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    root = v * np.sqrt(np.clip(w, 0.0, None))
-    return mean + rng.standard_normal((size, mean.size)) @ root.T
+    return mean + rng.standard_normal((size, mean.size)) @ normal_root(cov).T
 
 
 def _softmax(z):
