@@ -98,7 +98,9 @@ def run(args) -> int:
           + f"; {plan.schedule.value}" + (f" v={plan.virtual_stages}" if plan.virtual_stages > 1 else "")
           + f"; global batch {plan.global_batch}, micro-batch {plan.micro_batch}, "
           f"{plan.micro_batches} micro-batches per replica; recompute {plan.recompute.value}"
-          + (f" ({plan.recompute_layers} layers per chunk)" if plan.recompute_layers else ""))
+          + (f" ({plan.recompute_layers} layers per chunk)" if plan.recompute_layers else "")
+          + (f" ({', '.join(plan.recompute_modules)})" if plan.recompute_modules else "")
+          + (f"; Adam moments {plan.optimizer_moments.value}" if plan.optimizer_moments.value != "fp32" else ""))
     for line in c.with_overrides(changes):
         print(line)
     print()

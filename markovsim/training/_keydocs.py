@@ -92,6 +92,11 @@ KEY_DOCS = {
                            "their forward and backward (Megatron's cpu_offloading_num_layers); 0: none"),
         "fp8_params": ("FP8 runs: weights kept in FP8, no BF16 copy, ZeRO weight all-gather in FP8 "
                        "(Megatron's fp8_param_gather)"),
+        "recompute_modules": ("with recompute = 'selective': the parts of each layer recomputed (Megatron's "
+                              "--recompute-modules: core_attn, mla_up_proj, layernorm, mlp, moe, moe_act, "
+                              "shared_experts); empty: core_attn"),
+        "optimizer_moments": "number format of Adam's two moments (fp32: 12 bytes of optimizer state per "
+                             "parameter with the FP32 master weights; bf16: 8)",
         "layer_split": "how layers are cut into pipeline chunks",
         "attention_kernel": "fused (flash) or unfused attention",
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",

@@ -11,8 +11,9 @@ tensor and pipeline parallelism, of the expert weights after expert parallelism)
   included);
 * gradients: 4 (FP32 main gradients) or 2 (``grad_reduce = "bf16"``), sharded with ZeRO-2
   and ZeRO-3;
-* optimizer: 12 (FP32 master weights, Adam's two moments), sharded with ZeRO-1 and up
-  (Megatron-LM's distributed optimizer is ZeRO-1).
+* optimizer: 12 (FP32 master weights, Adam's two moments), 8 with BF16 moments
+  (``optimizer_moments``), sharded with ZeRO-1 and up (Megatron-LM's distributed optimizer
+  is ZeRO-1).
 
 Tied embeddings are held once on the first and once on the last stage, which the
 fullest-stage share covers.
@@ -37,7 +38,12 @@ the output projection's and the second MLP matrix's inputs) at 1 byte:
 (Transformer Engine's FP8 grouped linear layers): :math:`k(h + f_e) + f_e n_s` fewer. With tensor parallelism :math:`t` and sequence parallelism everything is divided by
 :math:`t`; without sequence parallelism the norms' inputs, the QKV and MLP
 inputs and the dropout masks (:math:`10h`, :math:`8h` without dropout) are replicated.
-Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores;
+Context parallelism divides by :math:`c`. ``selective`` recomputation drops the scores, or
+what its ``recompute_modules`` name: ``mla_up_proj`` MLA's Q, K and V (:math:`2 n_q d_{qk} +
+2 n_{kv}(d_{qk} + d_v)`, keeping the latents, :math:`2(r_q + r_{kv} + d_{rope})`),
+``layernorm`` the norms' outputs (:math:`4h`, BF16 runs), ``mlp`` a dense layer's MLP,
+``moe`` an MoE layer's expert part, ``moe_act`` the experts' activation outputs
+(:math:`2 k f_e`, BF16 runs), ``shared_experts`` the shared experts' part;
 ``selective-op`` (torchtitan's per-operator policy) keeps the layer's input (:math:`2h`), the
 BF16 outputs of the GEMMs it does not recompute and the attention kernel's output and
 log-sum-exp (:math:`2 n_q d_v + 4 n_q`), an MoE layer's expert part whole;
@@ -94,7 +100,26 @@ def activation_bytes_per_layer(c, q, xp):
     moe_mlp = moe_mlp - xp.where(fp8, k * (h + c["expert_ffn"]) + c["expert_ffn"] * c["shared"], 0.0)
     rec = q["rec"]
     selective = rec == _REC[Recompute.SELECTIVE]
-    attn_sharded = xp.where(selective, attn_sharded - scores, attn_sharded)
+    # selective recomputation drops what its modules recompute (Megatron-core's
+    # recompute_modules; core_attn alone by default): the scores; MLA's up-projected Q, K, V
+    # (the latents they come from kept instead); the norms' outputs, which feed the QKV and MLP
+    # GEMMs (in BF16 runs: FP8 runs keep those inputs as FP8 copies anyway); a dense layer's
+    # feed-forward, an MoE layer's experts or their activation outputs (the second expert
+    # matrix's inputs, BF16 runs) or the shared experts, their input kept
+    def on(key):
+        return selective & (q[key] > 0)
+
+    mla = c["mla"]
+    latents = 2.0 * (c["q_rank"] + c["kv_rank"] + c["d_rope"]) * mla
+    up = (2 * nq * dqk + 2 * nkv * (dqk + dv)) * mla
+    attn_sharded = attn_sharded - xp.where(on("rm_core"), scores, 0.0) - xp.where(on("rm_mla"), up, 0.0)
+    replicated = (replicated + xp.where(on("rm_mla"), latents, 0.0)
+                  - xp.where(on("rm_ln") & ~fp8, 4.0 * h, 0.0))
+    dense_mlp = xp.where(on("rm_mlp"), 0.0, dense_mlp)
+    shared_part = c["expert_ffn"] * c["shared"] * (a - xp.where(fp8, 1.0, 0.0))
+    moe_mlp = (moe_mlp - xp.where(on("rm_act") & ~fp8, 2.0 * k * c["expert_ffn"], 0.0)
+               - xp.where(on("rm_shared"), shared_part, 0.0))
+    moe_mlp = xp.where(on("rm_moe"), 0.0, moe_mlp)
     sp = q["sp"] > 0
 
     def per_token(mlp):
@@ -172,7 +197,7 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
         gathered = 2.0 * per * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)
         weights = weights + xp.where(zero >= 3, gathered, 0.0)
     grads = q["grad_bytes"] * both(2)
-    optimizer = 12.0 * both(1)
+    optimizer = q["opt_bytes"] * both(1)
     return weights, grads, optimizer
 
 

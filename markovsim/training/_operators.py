@@ -218,14 +218,20 @@ def layer_times(c, q, xp):
     # what recompute = "selective-op" repeats: its share of each GEMM (with its casts)
     op_gemm = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     op_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
+    # what the selective modules mla_up_proj and shared_experts repeat: their GEMMs and casts
+    module = {"rm_mla": 0.0, "rm_shared": 0.0}
+    of_module = dict(q_up="rm_mla", kv_up="rm_mla", shared_in="rm_shared", shared_out="rm_shared")
     for name, where, M, N, K, count in _gemms(c, q, xp):
         seconds = gemm_seconds(name, M, N, K, count, c, precision)
         parts[where] = parts[where] + seconds
         op_gemm[where] = op_gemm[where] + c[f"op_{name}"] * seconds
+        cast = 0.0
         if name not in HIGH_PRECISION_GEMMS:
             cast = xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
             casts[where] = casts[where] + cast
             op_casts[where] = op_casts[where] + c[f"op_{name}"] * cast
+        if name in of_module:
+            module[of_module[name]] = module[of_module[name]] + seconds + cast / c["mem_bw"]
     core_f, core_b = _attention_core(c, q, xp)
     common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, xp)
     bw = c["mem_bw"]
@@ -240,11 +246,25 @@ def layer_times(c, q, xp):
     attn_fb = 3.0 * (parts["attn"] + (common + casts["attn"]) / bw) + core_f + core_b
     rec = q["rec"]
     per_op = rec == _REC[Recompute.SELECTIVE_OP]
-    extra_attn = xp.select([rec == _REC[Recompute.SELECTIVE], rec == _REC[Recompute.FULL], per_op],
-                           [core_f, attn_f, op_attn], default=0.0)
+    selective = rec == _REC[Recompute.SELECTIVE]
+    # selective: the forward of each module in recompute_modules (core_attn alone by default);
+    # layernorm re-reads and re-writes the two norms (4 bytes a token and hidden unit each),
+    # moe_act the experts' activation function (its share of the MoE element-wise bytes)
+    t_, cp_, b_ = q["tp"], q["cp"], q["mb"]
+    tokens = b_ * c["seq"] / cp_
+    norm_tokens = xp.where(q["sp"] > 0, tokens / t_, tokens)
+    act = tokens / t_ * c["top_k"] * c["act_bytes"] * c["expert_ffn"] / bw
+    sel_attn = (q["rm_core"] * core_f + q["rm_mla"] * module["rm_mla"]
+                + q["rm_ln"] * 8.0 * norm_tokens * c["hidden"] / bw)
+    sel_dense = q["rm_mlp"] * dense_f
+    sel_moe = xp.where(q["rm_moe"] > 0, moe_f, q["rm_act"] * act + q["rm_shared"] * module["rm_shared"])
+    extra_attn = xp.select([selective, rec == _REC[Recompute.FULL], per_op],
+                           [sel_attn, attn_f, op_attn], default=0.0)
     full = rec == _REC[Recompute.FULL]
-    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.select([full, per_op], [dense_f, op_dense], default=0.0)
-    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.select([full, per_op], [moe_f, op_moe], default=0.0)
+    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.select([full, per_op, selective],
+                                                                   [dense_f, op_dense, sel_dense], default=0.0)
+    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.select([full, per_op, selective],
+                                                               [moe_f, op_moe, sel_moe], default=0.0)
     logit = 3.0 * parts["logit"] + logit_b / bw
     # one forward of each layer: what full recomputation adds to a layer that is not recomputed
     return dict(dense=dense_layer, moe=moe_layer, logit=logit, dense_forward=attn_f + dense_f,

@@ -17,7 +17,7 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Precision", "validate_plan"]
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Precision", "RECOMPUTE_MODULES", "validate_plan"]
 
 
 class AttentionKernel(enum.Enum):
@@ -74,6 +74,12 @@ class Plan:
     offloading (Megatron-core's ``cpu_offloading_num_layers``): this many layers of each
     pipeline chunk move their activations to host memory after their forward and back before
     their backward, over the hardware's ``host_link``; 0 (default) offloads none.
+    ``recompute_modules``: with ``recompute = "selective"``, which parts of each layer are
+    recomputed (Megatron-core's ``--recompute-modules``, names in :data:`RECOMPUTE_MODULES`);
+    empty (default) is Megatron-core's default, ``("core_attn",)``. ``optimizer_moments``:
+    the format of Adam's two moments, ``fp32`` (default) or ``bf16`` (Megatron-core's
+    ``exp_avg_dtype`` / ``exp_avg_sq_dtype``; DeepSeek-AI 2024 sec. 3.3.3): 12 or 8 bytes
+    of optimizer state per parameter with the FP32 master weights.
     """
 
     tp: int
@@ -92,6 +98,8 @@ class Plan:
     recompute_layers: int = 0
     offload_layers: int = 0
     fp8_params: bool = False
+    recompute_modules: tuple[str, ...] = ()
+    optimizer_moments: Precision = Precision.FP32
     layer_split: LayerSplit = LayerSplit.EVEN
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
@@ -108,6 +116,29 @@ class Plan:
 
     def replace(self, **changes) -> "Plan":
         return dataclasses.replace(self, **changes)
+
+
+#: the parts of a layer that ``recompute = "selective"`` can repeat (Megatron-core's
+#: ``--recompute-modules``): ``core_attn`` the attention core (the default), ``mla_up_proj``
+#: MLA's query and key/value up-projections, ``layernorm`` the norms, ``mlp`` a dense layer's
+#: feed-forward, ``moe`` an MoE layer's experts whole, ``moe_act`` the routed experts'
+#: activation function, ``shared_experts`` an MoE layer's shared experts
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe_act", "shared_experts")
+
+
+def _check_modules(w: Workload, modules) -> None:
+    """Refuse a recompute module the workload does not have (a typo or a wrong model)."""
+    for name in modules:
+        if name == "mla_up_proj" and w.attention is not Attention.MLA:
+            raise InvalidParameterError(
+                f"plan.recompute_modules: 'mla_up_proj' needs multi-head latent attention ({w.name} has "
+                f"{w.attention.value!r} attention); expected another module")
+        if name in ("moe", "moe_act") and w.moe is None:
+            raise InvalidParameterError(
+                f"plan.recompute_modules: {name!r} needs a mixture-of-experts workload ({w.name} is dense)")
+        if name == "shared_experts" and (w.moe is None or not w.moe.shared_experts):
+            raise InvalidParameterError(
+                f"plan.recompute_modules: 'shared_experts' needs shared experts ({w.name} has none)")
 
 
 def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = None) -> Plan:
@@ -145,6 +176,25 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
             f"plan.recompute_layers={rl}: recomputes whole layers, so it needs recompute='full' "
             f"(got recompute={Recompute(plan.recompute).value!r}); expected 0 or recompute='full'")
     check_integer("plan.offload_layers", plan.offload_layers, minimum=0)
+    modules = plan.recompute_modules
+    if isinstance(modules, str) or not isinstance(modules, (tuple, list)):
+        raise InvalidParameterError(
+            f"plan.recompute_modules={modules!r}: expected a list of module names from "
+            f"{', '.join(RECOMPUTE_MODULES)}")
+    for name in modules:
+        if name not in RECOMPUTE_MODULES:
+            raise InvalidParameterError(
+                f"plan.recompute_modules: {name!r} is not a module; expected names from "
+                f"{', '.join(RECOMPUTE_MODULES)} (Megatron-core's --recompute-modules)")
+    if len(set(modules)) != len(modules):
+        raise InvalidParameterError(f"plan.recompute_modules={list(modules)!r}: a module is named twice")
+    if modules and Recompute(plan.recompute) is not Recompute.SELECTIVE:
+        raise InvalidParameterError(
+            f"plan.recompute_modules={list(modules)!r}: the modules choose what selective recomputation "
+            f"repeats, so they need recompute='selective' (got recompute={Recompute(plan.recompute).value!r}); "
+            "expected recompute_modules=[] or recompute='selective'")
+    if Precision(plan.optimizer_moments) is Precision.FP8:
+        raise InvalidParameterError("plan.optimizer_moments='fp8': expected 'fp32' or 'bf16'")
     AttentionKernel(plan.attention_kernel)
     if not isinstance(plan.fp8_params, (bool, int)) or plan.fp8_params not in (0, 1):
         raise InvalidParameterError(f"plan.fp8_params={plan.fp8_params!r}: expected true or false")
@@ -157,6 +207,7 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
     if Precision(plan.grad_reduce) is Precision.FP8:
         raise InvalidParameterError("plan.grad_reduce='fp8': expected 'fp32' or 'bf16'")
     w = workload.validate()
+    _check_modules(w, modules)
     if w.heads % plan.tp:
         raise InvalidParameterError(
             f"plan.tp={plan.tp}: tensor parallelism must divide the attention heads "

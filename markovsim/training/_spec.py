@@ -192,6 +192,19 @@ def _choice(t: Table, key: str, enum, default):
     return enum(t.text(key, default.value, choices=tuple(x.value for x in enum)))
 
 
+def _modules(t: Table) -> tuple[str, ...]:
+    """``recompute_modules``: a list of module names (checked against the workload by
+    :func:`~markovsim.training.validate_plan`)."""
+    from ._plan import RECOMPUTE_MODULES
+
+    names = t.raw("recompute_modules", [], types=(list,))
+    for name in names:
+        if not isinstance(name, str) or name not in RECOMPUTE_MODULES:
+            raise SpecError(f"{t._name('recompute_modules')}: {name!r} is not a module; expected a list of "
+                            f"names from {', '.join(map(repr, RECOMPUTE_MODULES))}")
+    return tuple(names)
+
+
 def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
     """The fields of a plan document (entry points: :func:`load_plan`, the ``train`` case
     kind). ``name`` is optional (default: workload on hardware)."""
@@ -209,6 +222,8 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         recompute_layers=t.integer("recompute_layers", 0, minimum=0),
         offload_layers=t.integer("offload_layers", 0, minimum=0),
         fp8_params=t.raw("fp8_params", False, types=(bool,)),
+        recompute_modules=_modules(t),
+        optimizer_moments=_choice(t, "optimizer_moments", Precision, Precision.FP32),
         layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
         precision=_choice(t, "precision", Precision, Precision.BF16),

@@ -96,7 +96,7 @@ from ._operators import kernel_model_constants, layer_times, workload_operator_c
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
-    parameter_count
+    module_recompute_flops, parameter_count
 
 __all__ = ["StepBreakdown", "step_time", "evaluate_plans", "breakdown_from", "kernel_constants",
            "SCHEDULE_CODES", "RECOMPUTE_CODES", "PLAN_KEYS"]
@@ -107,7 +107,11 @@ _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
-             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload")
+             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
+             "rm_core", "rm_mla", "rm_ln", "rm_mlp", "rm_moe", "rm_act", "rm_shared")
+#: the plan-array key of each selective-recomputation module (``Plan.recompute_modules``)
+MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln", mlp="rm_mlp", moe="rm_moe",
+                   moe_act="rm_act", shared_experts="rm_shared")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +175,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
     kernels = hardware.kernels or KernelModel()
     pc = parameter_count(w)
     hw_flops = np.array([flops_per_token(w, recompute=r)[1] for r in Recompute], float)
+    rmf = module_recompute_flops(w)
     lv = hardware.levels
     sizes = np.array([l.domain_size if l.domain_size else np.inf for l in lv], float)
     eff_bw = efficiency.bandwidth if efficiency.bandwidth is not None else kernels.collective_bandwidth_fraction
@@ -184,6 +189,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         flops_6n=model_flops_per_token(w, FlopConvention.SIX_N),
         flops_megatron=model_flops_per_token(w, FlopConvention.MEGATRON),
         hw_flops=hw_flops, hbm=hardware.hbm_bytes,
+        **{f"rmf_{k[3:]}": rmf[name] for name, k in MODULE_KEYS.items()},
         level_sizes=sizes, level_bw=np.array([l.bandwidth_bytes_per_s for l in lv], float),
         level_lat=np.array([l.latency_s for l in lv], float), node_size=float(hardware.node_size),
         eff_bw=float(eff_bw), legacy=1.0 if legacy else 0.0,
@@ -330,7 +336,12 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     world = tp * pp * dp * cp
     # compute: operators, or one scalar efficiency
     hw_all = jnp.asarray(c["hw_flops"])
-    hw_flops = hw_all[rec] + phi * (hw_all[RECOMPUTE_CODES[Recompute.FULL]] - hw_all[rec])
+    # selective recomputation repeats the forward FLOPs of its modules (core_attn alone by default)
+    sel = rec == RECOMPUTE_CODES[Recompute.SELECTIVE]
+    modules = (q["rm_core"] * c["rmf_core"] + q["rm_mla"] * c["rmf_mla"] + q["rm_mlp"] * c["rmf_mlp"]
+               + q["rm_moe"] * c["rmf_moe"] + (1.0 - q["rm_moe"]) * q["rm_shared"] * c["rmf_shared"])
+    hw_base = jnp.where(sel, hw_all[RECOMPUTE_CODES[Recompute.NONE]] + modules, hw_all[rec])
+    hw_flops = hw_base + phi * (hw_all[RECOMPUTE_CODES[Recompute.FULL]] - hw_base)
     if legacy:
         t_mb = mb * s * hw_flops * sh["stage_share"] / (tp * cp) / (c["peak"] * c["e_compute"])
     else:
@@ -377,7 +388,9 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     if moe:
         ep_layer = a2a(h * disp) + 3.0 * a2a(h * _BF16)
         repeat = a2a(h * disp) + a2a(h * _BF16)  # full recomputation repeats the forward's pair
-        ep_layer = jnp.where(rec == RECOMPUTE_CODES[Recompute.FULL], ep_layer + repeat, ep_layer) + phi * repeat
+        again = (rec == RECOMPUTE_CODES[Recompute.FULL]) | ((rec == RECOMPUTE_CODES[Recompute.SELECTIVE])
+                                                            & (q["rm_moe"] > 0))  # the "moe" module too
+        ep_layer = jnp.where(again, ep_layer + repeat, ep_layer) + phi * repeat
         ep_comm = jnp.where(ep > 1, sh["moe_stage"] * m * ep_layer, 0.0)
     else:
         ep_comm = jnp.zeros_like(tp)
@@ -426,7 +439,9 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     shard1 = jnp.where(zero >= 1, n_sh, 1.0)
     eshard1 = jnp.where(zero >= 1, edp, 1.0)
     params_opt = dense_rank / shard1 + expert_rank / eshard1
-    optimizer = params_opt * _ADAM_BYTES / c["mem_bw"]
+    # Adam reads the gradient and the states and writes the states and the weight: 30 bytes per
+    # parameter with FP32 moments, 22 with BF16 ones
+    optimizer = params_opt * (_ADAM_BYTES - 2.0 * (12.0 - q["opt_bytes"])) / c["mem_bw"]
     _, lat_world = _level(c, world)
     reduce_scalar = 2.0 * jnp.ceil(jnp.log2(jnp.maximum(world, 1.0)) - 1e-12) * lat_world
     norm_read = params_opt * gb / c["mem_bw"]
@@ -478,7 +493,15 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
-                grad_bytes=Precision(plan.grad_reduce).bytes)
+                grad_bytes=Precision(plan.grad_reduce).bytes, opt_bytes=4.0 + 2.0 * Precision(plan.optimizer_moments).bytes,
+                **_module_flags(plan))
+
+
+def _module_flags(plan: Plan) -> dict:
+    """The 0/1 plan arrays of the selective-recomputation modules: the plan's
+    ``recompute_modules``, or ``core_attn`` alone when it names none."""
+    chosen = set(plan.recompute_modules) or {"core_attn"}
+    return {key: int(name in chosen) for name, key in MODULE_KEYS.items()}
 
 
 def _as_jax(c: dict) -> dict:
@@ -545,8 +568,11 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             integer codes, see :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`; ``attn``
             1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2,
             ``shard`` the ZeRO shard group, ``rec_layers`` the layers per chunk recomputed
-            under full recomputation, ``fp8_params`` 1 for FP8 weights; these default to
-            flash, BF16, FP32, all ranks, every layer and BF16 weights when absent). No validity checks: the
+            under full recomputation, ``fp8_params`` 1 for FP8 weights, ``opt_bytes`` the
+            optimizer state per parameter (12 or 8), the 0/1 module flags of
+            :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
+            FP32, all ranks, every layer, BF16 weights, 12 bytes and ``core_attn`` alone when
+            absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
@@ -559,6 +585,8 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
-                rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape))
+                rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
+                opt_bytes=np.full(shape, 12.0), **{k: np.zeros(shape) for k in MODULE_KEYS.values()})
+    full["rm_core"] = np.ones(shape)
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})

@@ -372,6 +372,30 @@ def _op_recompute_flops(w: Workload) -> float:
     return 2.0 * (w.layers * attn + w.dense_layers * dense + w.moe_layers * moe)
 
 
+def module_recompute_flops(workload: Workload) -> dict[str, float]:
+    """Forward FLOPs per token, all layers, that each selective-recomputation module repeats
+    (``Plan.recompute_modules``): ``core_attn`` the attention core, ``mla_up_proj`` the query
+    and key/value up-projections, ``mlp`` the dense layers' feed-forward, ``moe`` the MoE
+    layers' router, routed (``top_k`` per token) and shared experts, ``shared_experts`` the
+    shared experts alone; ``layernorm`` and ``moe_act`` repeat element-wise operators only (0)."""
+    w = workload.validate()
+    h = w.hidden
+    g = 2 if w.ffn_kind is FFNKind.SWIGLU else 1
+    up = 0.0
+    if w.attention is Attention.MLA:
+        m = w.mla
+        up = (m.q_lora_rank * w.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+              + m.kv_lora_rank * w.heads * (m.qk_nope_head_dim + m.v_head_dim))
+    moe = shared = 0.0
+    if w.moe is not None:
+        e = w.moe
+        shared = (g + 1) * h * e.expert_ffn * e.shared_experts
+        moe = h * e.routed_experts + (g + 1) * h * e.expert_ffn * e.top_k + shared
+    return dict(core_attn=float(_attention_core_flops(w, w.seq_len)), mla_up_proj=2.0 * w.layers * up,
+                layernorm=0.0, mlp=2.0 * w.dense_layers * (g + 1) * h * w.ffn_hidden,
+                moe=2.0 * w.moe_layers * moe, moe_act=0.0, shared_experts=2.0 * w.moe_layers * shared)
+
+
 def model_flops_per_token(workload: Workload, convention: FlopConvention = FlopConvention.PALM, *,
                           seq_len: int | None = None) -> float:
     """Model FLOPs per trained token under ``convention`` (module docstring).
