@@ -632,3 +632,27 @@ def test_train_states_the_linearity_caveat_with_a_linearity(capsys):
     assert code == 0 and "caveat: linearity" in out
     code, out, _ = run(capsys, "train", PLAN)
     assert "caveat: linearity" not in out
+
+
+def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
+    """A plan over its usable memory says by how much, and whether it still fits the HBM
+    (tight) or not; the header names the recomputed modules and the moment format."""
+    plan = tmp_path / "ds.toml"
+    plan.write_text('workload = "deepseek_v3"\nhardware = "h100_sxm"\ntp = 1\npp = 16\ndp = 64\nep = 64\n'
+                    'global_batch = 1024\nlayer_split = "uneven"\nprecision = "fp8"\nrecompute = "selective"\n'
+                    'recompute_modules = ["mla_up_proj", "layernorm"]\noptimizer_moments = "bf16"\n')
+    code, out, err = run(capsys, "train", str(plan))
+    assert code == 0, err
+    spec = tr.load_plan(plan)
+    m = tr.memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    assert m.total > spec.hardware.hbm_bytes  # beyond the HBM, not only the reserve
+    assert f"DOES NOT FIT: {100 * (m.total / m.usable_bytes - 1):.0f} % over, beyond the 80 GiB of HBM" in out
+    assert "recompute selective (mla_up_proj, layernorm); Adam moments bf16" in out
+    got = run_json(capsys, "train", str(plan))
+    assert got["plan"]["recompute_modules"] == ["mla_up_proj", "layernorm"]
+    assert got["plan"]["optimizer_moments"] == "bf16"
+    # a plan between the usable memory and the HBM is tight
+    usable = spec.efficiency.usable_memory * spec.hardware.hbm_bytes
+    tight = spec.hardware.hbm_bytes * 0.5 * (1 + spec.efficiency.usable_memory)  # halfway between
+    from markovsim._cli._train import _over
+    assert "tight, it may run" in _over(tight, usable, spec.hardware.hbm_bytes)

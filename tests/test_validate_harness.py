@@ -510,6 +510,12 @@ def test_a_plan_over_the_modelled_memory_is_flagged_on_every_row(tmp_path):
     plain = validate_cases(write(tmp_path, 'kind = "toy_unit"\ntolerance = "1 %"\nunit = { mtbf = "9 h", '
                                            'mttr = "1 h" }\n[expect]\navailability = 0.9\n'))
     assert plain.rows[0].note == "" and "flagged" not in plain.format_table()
+    # a kind that reports its memory says by how much: 84 over 80 usable is 5 %
+    register_case_kind("tight_sized", lambda model: {**toy_unit(model), "fits": 0.0, "memory_bytes": 84.0,
+                                                      "usable_memory_bytes": 80.0})
+    sized = validate_cases(write(tmp_path, 'kind = "tight_sized"\ntolerance = "1 %"\nunit = { mtbf = "9 h", '
+                                           'mttr = "1 h" }\n[expect]\navailability = 0.9\n'))
+    assert "exceeds the modelled memory by 5 % (fits = 0)" in sized.rows[0].note
 
 
 SUITE = ROOT / "models" / "cases" / "gpu_training_runs.toml"

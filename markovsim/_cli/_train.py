@@ -115,7 +115,7 @@ def run(args) -> int:
         ("HFU", c.pct(o["hfu"])),
         ("pipeline bubble", c.pct(o["pipeline_bubble_fraction"]) + " of compute + bubble"),
         ("memory per card", f"{o['memory_bytes'] / 2**30:.1f} GiB of {usable / 2**30:.1f} GiB usable"
-         + ("" if o["fits"] else "  (DOES NOT FIT)")),
+         + ("" if o["fits"] else _over(o["memory_bytes"], usable, spec.hardware.hbm_bytes))),
         ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),
         ("communication before overlap", f"{o['communication_total_s']:.4f} s"),
     ]))
@@ -160,4 +160,14 @@ def _plan_info(plan) -> dict:
             "global_batch": plan.global_batch, "micro_batch": plan.micro_batch,
             "micro_batches": plan.micro_batches, "zero_stage": plan.zero_stage,
             "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers,
+            "recompute_modules": list(plan.recompute_modules), "optimizer_moments": plan.optimizer_moments.value,
             "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size}
+
+
+def _over(used: float, usable: float, hbm: float) -> str:
+    """How far a plan is over its usable memory: within the card's HBM (the reserve kept for
+    the runtime, allocator and communication buffers eaten into) or beyond it."""
+    by = f"{100 * (used / usable - 1):.0f} % over"
+    if used <= hbm:
+        return f"  (DOES NOT FIT: {by}, within the {hbm / 2**30:.0f} GiB of HBM: tight, it may run)"
+    return f"  (DOES NOT FIT: {by}, beyond the {hbm / 2**30:.0f} GiB of HBM)"

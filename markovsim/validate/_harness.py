@@ -455,7 +455,7 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
     notes = [case.note] if case.note else []
     over_memory = _over_memory(predicted)
     if over_memory:
-        notes.append("the plan exceeds the modelled memory (fits = 0); predicted as if it ran")
+        notes.append(f"the plan exceeds the modelled memory{_over_by(predicted)} (fits = 0); predicted as if it ran")
     note = "; ".join(notes)
     swept = None
     if case.unpublished:
@@ -480,6 +480,14 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
                                tolerance=tol.text, passed=tol.admits(value, reported), source=case.source,
                                role=case.role, points=tol.points, note=note, **band))
     return rows
+
+
+def _over_by(outputs: Mapping[str, Any]) -> str:
+    """`` by N %`` of the usable memory, when the kind reports both numbers (else empty)."""
+    if "memory_bytes" not in outputs or "usable_memory_bytes" not in outputs:
+        return ""
+    used, usable = (float(np.asarray(outputs[k])) for k in ("memory_bytes", "usable_memory_bytes"))
+    return f" by {100 * (used / usable - 1):.0f} %" if usable > 0 else ""
 
 
 def _over_memory(outputs: Mapping[str, Any]) -> bool:
