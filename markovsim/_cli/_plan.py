@@ -136,15 +136,21 @@ def _row(plans: dict, out: dict, i: int) -> dict:
             "ep": int(plans["ep"][i]), "cp": int(plans["cp"][i]), "virtual_stages": int(plans["v"][i]),
             "micro_batch": int(plans["mb"][i]), "zero_stage": int(plans["zero"][i]),
             "schedule": schedules[int(plans["sched"][i])].value, "recompute": recomputes[int(plans["rec"][i])].value,
-            "recompute_layers": int(plans["rec_layers"][i]), "uneven_layers": bool(plans["uneven"][i]),
+            "recompute_layers": int(plans["rec_layers"][i]),
+            "recompute_modules": list(tr.plan_modules(plans, i)), "uneven_layers": bool(plans["uneven"][i]),
             "step_time_s": float(out["step_time"][i]),
             "mfu": float(out["mfu"][i]), "tokens_per_s": float(out["tokens_per_s"][i]),
             "memory_bytes": float(out["memory_bytes"][i])}
 
 
 def _recompute(r: dict) -> str:
-    """``full`` or, for partial recomputation, ``full (k per chunk)``."""
-    return f"{r['recompute']} ({r['recompute_layers']} per chunk)" if r["recompute_layers"] else r["recompute"]
+    """``full``; for partial recomputation ``full (k per chunk)``; for selective recomputation
+    of named modules ``selective (mla_up_proj)``."""
+    if r["recompute_layers"]:
+        return f"{r['recompute']} ({r['recompute_layers']} per chunk)"
+    if r.get("recompute_modules"):
+        return f"{r['recompute']} ({', '.join(r['recompute_modules'])})"
+    return r["recompute"]
 
 
 def _label(r: dict) -> str:

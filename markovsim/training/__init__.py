@@ -89,7 +89,8 @@ from ._calibrate import (
     ROLES as ROLES,
     runs_from_cases as runs_from_cases,
 )
-from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans
+from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans, \
+    plan_modules as plan_modules
 from ._straggler import (
     SlowNodes as SlowNodes,
     expected_max_standard_normal as expected_max_standard_normal,
@@ -133,7 +134,7 @@ __all__ = [
     "BatchRule", "FixedGlobalBatch", "FixedReplicaBatch", "GlobalBatches", "LinearityBand",
     "Scaling", "ScalingCurve", "effective_throughput", "linearity", "linearity_band", "scale_plan",
     "scaling_curve",
-    "SearchResult", "candidate_plans", "search_plans",
+    "SearchResult", "candidate_plans", "search_plans", "plan_modules",
     "SlowNodes", "expected_max_standard_normal", "slow_node_probability", "straggler_delay",
     "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",
     "implied_exposed_share", "pipeline_makespans",

@@ -3,7 +3,8 @@
 Candidates: every combination of TP (powers of two up to ``max_tp``), PP (divisors of
 the cards up to ``max_pp``), virtual stages, EP (divisors of the routed experts), CP,
 micro-batch, ZeRO stage, recomputation (none, selective, full, and full recomputation of a
-share of each pipeline chunk's layers, ``partial_recompute``) and schedule. Validity (the rules of
+share of each pipeline chunk's layers, ``partial_recompute``; for MLA and MoE workloads also
+the selective module sets NVIDIA's recipes use, :data:`SEARCH_MODULES`) and schedule. Validity (the rules of
 :func:`validate_plan`, the schedule's domain, and the HBM limit) is a mask computed with
 numpy and the kernel; the best plan is the valid one with the shortest step.
 """
@@ -18,15 +19,34 @@ from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
 from ._plan import LayerSplit, Plan
-from ._step import RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, kernel_constants
+from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
+    kernel_constants
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["SearchResult", "candidate_plans", "search_plans"]
+__all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES"]
 
 _SCHEDULES = list(SCHEDULE_CODES)
 # the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is
 # evaluated when a plan names it, not proposed
 _RECOMPUTES = [r for r in RECOMPUTE_CODES if r is not Recompute.SELECTIVE_OP]
+#: the selective module sets the search adds (``recompute_modules``): MLA's up-projections
+#: for latent-attention models (NVIDIA's DeepSeek-V3 recipes), the norms and the experts'
+#: activation for MoE models (NVIDIA's gpt-oss-120b recipes)
+SEARCH_MODULES = {"mla": ("mla_up_proj",), "moe": ("layernorm", "moe_act")}
+
+
+def _module_flags(modules: tuple[str, ...]) -> dict:
+    chosen = set(modules) or {"core_attn"}
+    return {key: float(name in chosen) for name, key in MODULE_KEYS.items()}
+
+
+def plan_modules(plans: dict, i: int) -> tuple[str, ...]:
+    """The ``recompute_modules`` of candidate ``i`` of :func:`candidate_plans` (empty: the
+    default, the attention core alone, or no selective recomputation)."""
+    if int(plans["rec"][i]) != RECOMPUTE_CODES[Recompute.SELECTIVE] or "rm_core" not in plans:
+        return ()
+    names = tuple(name for name, key in MODULE_KEYS.items() if plans[key][i] > 0)
+    return () if names == ("core_attn",) else names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +76,12 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
                                     "strictly between 0 and 1") from None
     if any(not 0.0 < x < 1.0 for x in shares):
         raise InvalidParameterError(f"partial_recompute={partial_recompute!r}: expected shares strictly between 0 and 1")
-    modes = [(RECOMPUTE_CODES[r], 0.0) for r in _RECOMPUTES] + [(RECOMPUTE_CODES[Recompute.FULL], x) for x in shares]
+    modes = ([(RECOMPUTE_CODES[r], 0.0, ()) for r in _RECOMPUTES]
+             + [(RECOMPUTE_CODES[Recompute.FULL], x, ()) for x in shares])
+    if w.attention is Attention.MLA:
+        modes.append((RECOMPUTE_CODES[Recompute.SELECTIVE], 0.0, SEARCH_MODULES["mla"]))
+    if w.moe is not None:
+        modes.append((RECOMPUTE_CODES[Recompute.SELECTIVE], 0.0, SEARCH_MODULES["moe"]))
     n = check_integer("cards", cards, minimum=1)
     gbs = check_integer("global_batch", global_batch, minimum=1)
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max_tp]
@@ -66,8 +91,10 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     grids = np.meshgrid(tps, pps, list(virtual_stages), eps, list(context_parallel), list(micro_batches),
                         list(zero_stages), range(len(modes)), range(len(_SCHEDULES)), indexing="ij")
     tp, pp, v, ep, cp, mb, zero, mode, sched = (g.ravel() for g in grids)
-    rec = np.array([code for code, _ in modes])[mode]
-    share = np.array([x for _, x in modes])[mode]
+    rec = np.array([code for code, _, _ in modes])[mode]
+    share = np.array([x for _, x, _ in modes])[mode]
+    flags = [_module_flags(names) for _, _, names in modes]
+    module_arrays = {key: np.array([f[key] for f in flags])[mode] for key in MODULE_KEYS.values()}
     most = -(-w.layers // (pp * v))  # the fullest chunk's layers
     rec_layers = np.where(share > 0, np.clip(np.rint(share * most), 1, np.maximum(most - 1, 1)), 0).astype(int)
     unit = tp * pp * cp
@@ -97,7 +124,7 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
                  gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
                  rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape),
                  fp8=np.zeros(tp.shape),
-                 grad_bytes=np.full(tp.shape, 4.0), shard=np.zeros(tp.shape))
+                 grad_bytes=np.full(tp.shape, 4.0), shard=np.zeros(tp.shape), **module_arrays)
     return plans, ok
 
 
@@ -123,6 +150,7 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                 ep=int(plans["ep"][i]), cp=int(plans["cp"][i]), zero_stage=int(plans["zero"][i]),
                 sequence_parallel=bool(plans["sp"][i]), schedule=_SCHEDULES[int(plans["sched"][i])],
                 recompute=_RECOMPUTES[int(plans["rec"][i])], recompute_layers=int(plans["rec_layers"][i]),
+                recompute_modules=plan_modules(plans, i),
                 layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN)
     c = kernel_constants(workload, hardware, efficiency)
     return SearchResult(plan, breakdown_from(out, c, plans["straggler"], i), int(ok.size), int((ok & fits).sum()))

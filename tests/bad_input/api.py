@@ -264,6 +264,7 @@ NOT_CALLED: dict[str, str] = {
     "markovsim.availability.write_infinitehbd_catalogue": "writes files (output side)",
     "markovsim.availability.calibrate_catalogue": "takes an IncidentLog read from a file",
     "markovsim.training.evaluate_plans": "takes a dict of plan arrays (the vectorised search behind search_plans)",
+    "markovsim.training.plan_modules": "reads the plan arrays of candidate_plans at an index (the CLI's plan table)",
     "markovsim.training.slow_node_probability": "takes a SlowNodes object",
     "markovsim.training.calibrate": "takes Runs from a case file (runs_from_cases is called)",
     "markovsim.training.predict": "takes a Run from a case file (runs_from_cases is called)",

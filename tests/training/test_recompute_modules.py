@@ -161,3 +161,29 @@ def test_the_plan_reader_takes_them_and_names_a_typo():
         plan_from_document(dict(doc, recompute_modules=["mla_up"]))
     with pytest.raises(markovsim.SpecError, match="recompute_modules"):
         plan_from_document(dict(doc, recompute_modules="mla_up_proj"))
+
+
+def test_the_search_proposes_the_recipes_module_sets_for_mla_and_moe_only():
+    """MLA and MoE workloads get the module sets NVIDIA's DeepSeek-V3 and gpt-oss recipes use
+    as extra candidates; the array path agrees with the Plan path on them; a dense GQA
+    workload's candidates are unchanged."""
+    from markovsim.training import candidate_plans, evaluate_plans, plan_modules
+    from markovsim.training._search import SEARCH_MODULES
+
+    plans, ok = candidate_plans(MLA_MOE, 16, global_batch=32, max_pp=2, virtual_stages=(1,), context_parallel=(1,),
+                                micro_batches=(1,), zero_stages=(1,))
+    seen = {plan_modules(plans, i) for i in range(ok.size)}
+    assert seen == {(), SEARCH_MODULES["mla"], SEARCH_MODULES["moe"]}
+    out = evaluate_plans(MLA_MOE, HW, plans)
+    for names in (SEARCH_MODULES["mla"], SEARCH_MODULES["moe"]):
+        i = next(j for j in range(ok.size) if ok[j] and plan_modules(plans, j) == names)
+        plan = Plan(tp=int(plans["tp"][i]), pp=int(plans["pp"][i]), dp=int(plans["dp"][i]), ep=int(plans["ep"][i]),
+                    global_batch=32, sequence_parallel=bool(plans["sp"][i]), recompute="selective",
+                    recompute_modules=names, zero_stage=1,
+                    layer_split="uneven" if plans["uneven"][i] else "even")
+        assert float(out["step_time"][i]) == pytest.approx(step_time(MLA_MOE, HW, plan).step_time, rel=1e-9)
+    dense = load_workload("llama3_8b")
+    p, o = candidate_plans(dense, 16, global_batch=32)
+    assert {plan_modules(p, i) for i in range(o.size)} == {()}
+    p0, o0 = candidate_plans(dense, 16, global_batch=32, partial_recompute=())
+    assert o.size == o0.size * 4 // 3  # none, selective, full + the one partial share: nothing added
