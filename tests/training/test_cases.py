@@ -62,7 +62,7 @@ def test_the_suite_and_the_example_run_through_the_harness():
 def test_the_moe_caveat_states_what_the_suite_measures():
     """The caveat said under every MoE plan quotes the suite's MoE holdouts (Megatron-Bridge
     25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 16- or 32-way EP within 24 %, the small
-    models and Qwen3-235B with 8-way EP predicted 1.1 to 3.5 times the measured throughput. A model
+    models and Qwen3-235B with 8-way EP predicted 1.2 to 3.5 times the measured throughput. A model
     change that moves these numbers fails here until the caveat (and
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT
@@ -74,9 +74,10 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     close = [c for c in ratio if "DeepSeek" in c or ("Qwen3-235B" in c and runs[c].ep >= 16)]
     far = [c for c in ratio if c not in close]
     assert len(close) == 14 and all(abs(ratio[c] - 1) <= 0.24 for c in close)
-    assert len(far) == 20 and all(1.1 <= ratio[c] <= 3.5 for c in far)
+    assert len(far) == 20
+    span = f"{min(ratio[c] for c in far):.1f}-{max(ratio[c] for c in far):.1f}x"  # the measured range, rounded
     for said in ("34 published", "within 24 %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
-                 "1.1-3.5x", "8-way expert parallelism"):
+                 span, "8-way expert parallelism"):
         assert said in MOE_CAVEAT
     grok = [r.reported / r.predicted for r in validate_cases(SUITE).rows  # step times: predicted throughput ratio
             if r.role == "holdout" and "Grok-1" in r.case and r.output == "step_time_s"]
