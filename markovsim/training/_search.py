@@ -20,7 +20,7 @@ from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
 from ._plan import LayerSplit, Plan
 from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
-    kernel_constants
+    kernel_constants, module_flags
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES"]
@@ -33,11 +33,6 @@ _RECOMPUTES = [r for r in RECOMPUTE_CODES if r is not Recompute.SELECTIVE_OP]
 #: for latent-attention models (NVIDIA's DeepSeek-V3 recipes), the norms and the experts'
 #: activation for MoE models (NVIDIA's gpt-oss-120b recipes)
 SEARCH_MODULES = {"mla": ("mla_up_proj",), "moe": ("layernorm", "moe_act")}
-
-
-def _module_flags(modules: tuple[str, ...]) -> dict:
-    chosen = set(modules) or {"core_attn"}
-    return {key: float(name in chosen) for name, key in MODULE_KEYS.items()}
 
 
 def plan_modules(plans: dict, i: int) -> tuple[str, ...]:
@@ -93,7 +88,7 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     tp, pp, v, ep, cp, mb, zero, mode, sched = (g.ravel() for g in grids)
     rec = np.array([code for code, _, _ in modes])[mode]
     share = np.array([x for _, x, _ in modes])[mode]
-    flags = [_module_flags(names) for _, _, names in modes]
+    flags = [module_flags(names) for _, _, names in modes]
     module_arrays = {key: np.array([f[key] for f in flags])[mode] for key in MODULE_KEYS.values()}
     most = -(-w.layers // (pp * v))  # the fullest chunk's layers
     rec_layers = np.where(share > 0, np.clip(np.rint(share * most), 1, np.maximum(most - 1, 1)), 0).astype(int)

@@ -105,13 +105,20 @@ RECOMPUTE_CODES = {r: i for i, r in enumerate(Recompute)}
 _BF16 = 2.0
 _ADAM_BYTES = 30.0
 _BUCKET_PARAMS = 40e6
-#: the keys of the plan arrays :func:`evaluate_plans` takes
-PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
-             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
-             "rm_core", "rm_mla", "rm_ln", "rm_mlp", "rm_moe", "rm_act", "rm_shared")
 #: the plan-array key of each selective-recomputation module (``Plan.recompute_modules``)
 MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln", mlp="rm_mlp", moe="rm_moe",
                    moe_act="rm_act", shared_experts="rm_shared")
+#: the keys of the plan arrays :func:`evaluate_plans` takes
+PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
+             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
+             *MODULE_KEYS.values())
+
+
+def module_flags(modules: tuple[str, ...]) -> dict:
+    """The 0/1 plan arrays of the selective-recomputation modules: ``modules``, or
+    ``core_attn`` alone when it names none (Megatron-core's default)."""
+    chosen = set(modules) or {"core_attn"}
+    return {key: float(name in chosen) for name, key in MODULE_KEYS.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -494,14 +501,7 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
                 fp8=int(Precision(plan.precision) is Precision.FP8),
                 grad_bytes=Precision(plan.grad_reduce).bytes, opt_bytes=4.0 + 2.0 * Precision(plan.optimizer_moments).bytes,
-                **_module_flags(plan))
-
-
-def _module_flags(plan: Plan) -> dict:
-    """The 0/1 plan arrays of the selective-recomputation modules: the plan's
-    ``recompute_modules``, or ``core_attn`` alone when it names none."""
-    chosen = set(plan.recompute_modules) or {"core_attn"}
-    return {key: int(name in chosen) for name, key in MODULE_KEYS.items()}
+                **module_flags(plan.recompute_modules))
 
 
 def _as_jax(c: dict) -> dict:
@@ -586,7 +586,6 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
-                opt_bytes=np.full(shape, 12.0), **{k: np.zeros(shape) for k in MODULE_KEYS.values()})
-    full["rm_core"] = np.ones(shape)
+                opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})
