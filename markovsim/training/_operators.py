@@ -24,9 +24,12 @@ logits                  :math:`T \times V / t \times h` (last stage)
 :math:`2MNK/(P e_\text{gemm}) + k_\text{traffic}\, b_e (MK+KN+MN)/B` (module ``_hardware``),
 with :math:`P` the BF16 or, for ``precision = "fp8"``, the FP8 peak, :math:`e_\text{gemm}`
 the BF16 or the FP8 GEMM fraction (``fp8_gemm_peak_fraction``; the BF16 one where not
-fitted) and :math:`b_e` bytes per element; FP8 adds the casts of each GEMM's activation
-input (3 bytes per element read and written) as memory traffic; the output head (logits)
-and the MoE router stay in BF16 in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
+fitted) and :math:`b_e` bytes per element. FP8 adds, as memory traffic, Transformer
+Engine's cast-transpose of each FP8 GEMM's input in the forward (:math:`M \times K`) and
+of its output gradient in the backward (:math:`M \times N`): the BF16 tensor read once,
+its FP8 copy and FP8 transpose written, :data:`CAST_BYTES` = 4 bytes per element (no
+fusion with the norm or the activation assumed); the output head (logits) and the MoE
+router stay in BF16 in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
 
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
 
@@ -143,6 +146,11 @@ def _gemms(c, q, xp):
 #: FP8 layer)
 HIGH_PRECISION_GEMMS = frozenset({"logits", "router"})
 
+#: Bytes of HBM traffic per element of an FP8 cast in training: Transformer Engine's fused
+#: cast-transpose reads the BF16 tensor once and writes its FP8 copy and the FP8 transpose
+#: the other GEMM of the backward needs (``fused_cast_transpose``: 2 + 1 + 1 bytes)
+CAST_BYTES = 4.0
+
 
 def _gemm_time(M, N, K, count, peak, c, elem_bytes, eff=None):
     """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline) at the fraction
@@ -215,6 +223,7 @@ def layer_times(c, q, xp):
     precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}  # the head (logits) runs in BF16: no casts
+    bwd_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
     # what recompute = "selective-op" repeats: its share of each GEMM (with its casts)
     op_gemm = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
     op_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
@@ -227,8 +236,12 @@ def layer_times(c, q, xp):
         op_gemm[where] = op_gemm[where] + c[f"op_{name}"] * seconds
         cast = 0.0
         if name not in HIGH_PRECISION_GEMMS:
-            cast = xp.where(fp8, 3.0 * count * (M * K + M * N), 0.0)
+            # Transformer Engine's cast-transpose: BF16 read once, FP8 and its transpose
+            # written (4 bytes per element); the input in the forward, the output
+            # gradient in the backward
+            cast = xp.where(fp8, CAST_BYTES * count * M * K, 0.0)
             casts[where] = casts[where] + cast
+            bwd_casts[where] = bwd_casts[where] + xp.where(fp8, CAST_BYTES * count * M * N, 0.0)
             op_casts[where] = op_casts[where] + c[f"op_{name}"] * cast
         if name in of_module:
             module[of_module[name]] = module[of_module[name]] + seconds + cast / c["mem_bw"]
@@ -243,7 +256,8 @@ def layer_times(c, q, xp):
     attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw
     dense_f = parts["dense"] + (dense_b + casts["dense"]) / bw
     moe_f = parts["moe"] + (moe_b + casts["moe"]) / bw
-    attn_fb = 3.0 * (parts["attn"] + (common + casts["attn"]) / bw) + core_f + core_b
+    attn_fb = (3.0 * (parts["attn"] + common / bw) + (casts["attn"] + bwd_casts["attn"]) / bw
+               + core_f + core_b)
     rec = q["rec"]
     per_op = rec == _REC[Recompute.SELECTIVE_OP]
     selective = rec == _REC[Recompute.SELECTIVE]
@@ -261,10 +275,12 @@ def layer_times(c, q, xp):
     extra_attn = xp.select([selective, rec == _REC[Recompute.FULL], per_op],
                            [sel_attn, attn_f, op_attn], default=0.0)
     full = rec == _REC[Recompute.FULL]
-    dense_layer = attn_fb + extra_attn + 3.0 * dense_f + xp.select([full, per_op, selective],
-                                                                   [dense_f, op_dense, sel_dense], default=0.0)
-    moe_layer = attn_fb + extra_attn + 3.0 * moe_f + xp.select([full, per_op, selective],
-                                                               [moe_f, op_moe, sel_moe], default=0.0)
+    dense_fb = 3.0 * (parts["dense"] + dense_b / bw) + (casts["dense"] + bwd_casts["dense"]) / bw
+    moe_fb = 3.0 * (parts["moe"] + moe_b / bw) + (casts["moe"] + bwd_casts["moe"]) / bw
+    dense_layer = attn_fb + extra_attn + dense_fb + xp.select([full, per_op, selective],
+                                                              [dense_f, op_dense, sel_dense], default=0.0)
+    moe_layer = attn_fb + extra_attn + moe_fb + xp.select([full, per_op, selective],
+                                                          [moe_f, op_moe, sel_moe], default=0.0)
     logit = 3.0 * parts["logit"] + logit_b / bw
     # one forward of each layer: what full recomputation adds to a layer that is not recomputed
     return dict(dense=dense_layer, moe=moe_layer, logit=logit, dense_forward=attn_f + dense_f,

@@ -48,9 +48,9 @@ PLAN_OUTPUT_UNITS.update({
 #: what the validation measured for mixture-of-experts plans (docs/background/scaling.md,
 #: "Mixture-of-experts runs"): said with every MoE prediction
 MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.11 and 26.02 tables) the model "
-              "came within 24 % for DeepSeek-V3 (nine runs) and Qwen3-235B with 16- or 32-way expert parallelism "
-              "(five), but predicted 1.2-3.5x the measured throughput of the small fine-grained models "
-              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.17-1.37x "
+              "came within 26 % for DeepSeek-V3 (nine runs) and Qwen3-235B with 16- or 32-way expert parallelism "
+              "(five), but predicted 1.3-3.6x the measured throughput of the small fine-grained models "
+              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.17-1.36x "
               "that of Grok-1 (8 experts, 2 active; NVIDIA's DGXC recipe on 512-2,048 H100): the MoE layer's "
               "routing, permutation and host-synchronisation costs have no term; read the throughput as an "
               "upper bound (docs/background/scaling.md)")

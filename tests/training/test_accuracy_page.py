@@ -4,6 +4,10 @@ are recomputed here from `validate_cases`, so a model change cannot leave the pa
 import statistics
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+from markovsim.training import runs_from_cases
 from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,3 +64,26 @@ def test_the_accuracy_page_is_the_suites():
             f"{sum(abs(g) <= 2 for g in gaps)}, the model's")
     assert said in PAGE
     assert f"median gap {statistics.median(abs(g) for g in gaps):.1f} points" in PAGE
+
+
+def test_the_same_plan_pairs_on_the_page():
+    """Holdout rows the model cannot tell apart (identical workload, hardware, plan and
+    efficiency, same output): the page quotes how many, how far their reports differ, and
+    the least worst error one number per plan can have, (b - a) / (b + a) for reports a < b
+    (reached at p = 2ab / (a + b); checked here by brute force over p)."""
+    groups: dict[tuple, list[float]] = {}
+    for run in runs_from_cases(SUITES[0], role="holdout"):
+        s = run.spec
+        key = (repr(s.workload), repr(s.hardware), repr(s.plan), repr(s.efficiency), run.output)
+        groups.setdefault(key, []).append(run.value)
+    pairs = [v for v in groups.values() if len(v) > 1]
+    spread = sorted(100 * (max(v) / min(v) - 1) for v in pairs)
+    floor = sorted(100 * (max(v) - min(v)) / (max(v) + min(v)) for v in pairs)
+    for v, f in zip(sorted(pairs, key=lambda v: (max(v) - min(v)) / (max(v) + min(v))), floor):
+        p = np.linspace(min(v), max(v), 200_001)
+        worst = np.max([np.abs(p / x - 1) for x in v], axis=0)
+        assert 100 * worst.min() == pytest.approx(f, abs=1e-3)
+    for said in (f"{len(pairs)} pairs of holdout rows",
+                 f"differ by {spread[0]:.1f} to {spread[-1]:.1f} % (median {statistics.median(spread):.1f} %)",
+                 f"at least {floor[0]:.1f} to {floor[-1]:.1f} % off"):
+        assert said in " ".join(PAGE.split()), said

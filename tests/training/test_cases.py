@@ -1,5 +1,6 @@
 """The ``train`` case kind: inline plans, roles, outputs and linearity with a batch rule."""
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -61,8 +62,9 @@ def test_the_suite_and_the_example_run_through_the_harness():
 
 def test_the_moe_caveat_states_what_the_suite_measures():
     """The caveat said under every MoE plan quotes the suite's MoE holdouts (Megatron-Bridge
-    25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 16- or 32-way EP within 24 %, the small
-    models and Qwen3-235B with 8-way EP predicted 1.2 to 3.5 times the measured throughput. A model
+    25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 16- or 32-way EP within a bound (the
+    largest error rounded up), the small models and Qwen3-235B with 8-way EP predicted a range
+    of multiples of the measured throughput (1.3 to 3.6 times at this writing). A model
     change that moves these numbers fails here until the caveat (and
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT
@@ -73,10 +75,11 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     ratio = {r.case: r.predicted / r.reported for r in rows}
     close = [c for c in ratio if "DeepSeek" in c or ("Qwen3-235B" in c and runs[c].ep >= 16)]
     far = [c for c in ratio if c not in close]
-    assert len(close) == 14 and all(abs(ratio[c] - 1) <= 0.24 for c in close)
+    assert len(close) == 14
+    bound = math.ceil(100 * max(abs(ratio[c] - 1) for c in close))  # the largest error, rounded up
     assert len(far) == 20
     span = f"{min(ratio[c] for c in far):.1f}-{max(ratio[c] for c in far):.1f}x"  # the measured range, rounded
-    for said in ("34 published", "within 24 %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
+    for said in ("34 published", f"within {bound} %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
                  span, "8-way expert parallelism"):
         assert said in MOE_CAVEAT
     grok = [r.reported / r.predicted for r in validate_cases(SUITE).rows  # step times: predicted throughput ratio

@@ -223,3 +223,41 @@ def test_dualpipe_runs_the_head_for_half_the_micro_batches():
         extra[sched] = step_time(big, HW, p).compute - step_time(LLAMA, HW, p).compute
     assert extra[Schedule.ONE_F_ONE_B] > 0
     assert extra[Schedule.DUALPIPE] == pytest.approx(extra[Schedule.ONE_F_ONE_B] / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("w", [GPT, LLAMA], ids=["gpt", "llama"])
+def test_fp8_casts_are_cast_transposes_of_each_gemm_input_and_output_gradient(w, tp):
+    """Transformer Engine's cast-transpose, 4 bytes per element (the BF16 tensor read, its FP8
+    copy and FP8 transpose written), of each FP8 GEMM's input in the forward and of its output
+    gradient in the backward, at the memory-bound rate; the head stays BF16 (no casts), BF16
+    plans have none. Shapes written out by hand."""
+    plan = Plan(tp=tp, pp=1, dp=1, global_batch=2, micro_batch=2, sequence_parallel=tp > 1,
+                precision=Precision.FP8)
+    ops = _ops(w, plan)
+    T, h, d, f = 2 * w.seq_len, w.hidden, w.d_head, w.ffn_hidden
+    gate = 1 if w.ffn_kind == FFNKind.GELU else 2
+    bw = 2e12 * 0.8
+    # attention: QKV (input h, output (n_q + 2 n_kv) d / t), output projection (n_q d / t -> h)
+    attn_in, attn_grad = h + w.heads * d / tp, (w.heads + 2 * w.kv_heads) * d / tp + h
+    # MLP: in (h -> gate f / t), out (f / t -> h)
+    mlp_in, mlp_grad = h + f / tp, gate * f / tp + h
+    assert ops["fp8_casts_attention"].forward_s == pytest.approx(4 * T * attn_in / bw, rel=1e-12)
+    assert ops["fp8_casts_attention"].backward_s == pytest.approx(4 * T * attn_grad / bw, rel=1e-12)
+    assert ops["fp8_casts_mlp"].forward_s == pytest.approx(4 * T * mlp_in / bw, rel=1e-12)
+    assert ops["fp8_casts_mlp"].backward_s == pytest.approx(4 * T * mlp_grad / bw, rel=1e-12)
+    assert not any(name.startswith("fp8_casts") for name in _ops(w, plan.replace(precision=Precision.BF16)))
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+@pytest.mark.parametrize("tp,sp", [(1, False), (2, True), (4, False)])
+@pytest.mark.parametrize("w", [GPT, LLAMA], ids=["gpt", "llama"])
+def test_the_operator_table_adds_up_to_the_step_compute(w, tp, sp, precision):
+    """Every compute term is a row of the table: one micro-batch of a one-stage plan is the
+    layer's rows (forward + backward) times the layers, plus the head's rows."""
+    plan = Plan(tp=tp, pp=1, dp=1, global_batch=2, micro_batch=2, sequence_parallel=sp, precision=precision)
+    rows = operator_table(w, HW, plan)
+    head = {"logits", "cross_entropy"}
+    layer = sum(r.forward_s + r.backward_s for r in rows if r.name not in head)
+    tail = sum(r.forward_s + r.backward_s for r in rows if r.name in head)
+    assert step_time(w, HW, plan).compute == pytest.approx(w.layers * layer + tail, rel=1e-12)
