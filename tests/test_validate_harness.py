@@ -589,3 +589,51 @@ def test_a_case_the_calibration_does_not_reach_is_flagged(tmp_path):
     nemo = [r for r in report.rows if r.case.startswith("NeMo")]
     assert nemo and all("not calibrated: no fit case on 'NVIDIA H100 SXM5 80GB'" in r.note for r in nemo)
     assert not any("not calibrated" in r.note for r in report.rows if r.case.startswith("MT-NLG"))
+
+
+@pytest.mark.parametrize("n", range(1, 80))
+def test_the_median_interval_is_the_tightest_pair_with_its_coverage(n):
+    """The order-statistic interval for the median: its exact coverage, P(l <= B <= n - l) for
+    B ~ Binomial(n, 1/2) (scipy's binomial here, an independent reference for the sums the
+    library does with math.comb), is at least 95 % and the next tighter pair's is not; with
+    too few values even the widest pair (min, max) falls short and there is no interval."""
+    from scipy.stats import binom
+
+    from markovsim.validate._report import median_interval
+    iv = median_interval(np.arange(1.0, n + 1)[::-1])  # the values are their own order statistics
+    if iv is None:
+        assert binom.cdf(n - 1, n, 0.5) - binom.cdf(0, n, 0.5) < 0.95
+        return
+    lo = int(iv[0])
+    assert iv[1] == n + 1 - lo
+    assert binom.cdf(n - lo, n, 0.5) - binom.cdf(lo - 1, n, 0.5) >= 0.95
+    assert binom.cdf(n - lo - 1, n, 0.5) - binom.cdf(lo, n, 0.5) < 0.95
+
+
+def test_the_median_interval_covers_the_median_of_a_skewed_population():
+    """Monte Carlo: 4,000 samples of 41 exponential draws (population median ln 2, errors are
+    skewed like these); the interval holds the median in at least 95 % of them, allowing
+    three standard errors of the estimate."""
+    from markovsim.validate._report import median_interval
+    rng = np.random.default_rng(7)
+    trials = 4000
+    hits = sum(lo <= math.log(2) <= hi for lo, hi in (median_interval(rng.exponential(size=41))
+                                                      for _ in range(trials)))
+    assert hits / trials >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / trials)
+
+
+def test_a_median_target_says_whether_its_rows_settle_it():
+    """With enough rows the median target carries its interval: 'not settled' when the limit
+    lies inside it (the verdict still computed from the median itself), settled otherwise."""
+    from markovsim.validate._report import median_interval
+    errors = [0.01, 0.02, 0.03, 0.04, 0.045, 0.048, 0.052, 0.06, 0.07, 0.08, 0.09, 0.12]
+    rows = tuple(CaseResult(f"r{i}", "k", "step_time_s", 10.0, 10.0 * (1 + e), e, 10.0 * e, "10 %", e <= 0.1,
+                            role="holdout") for i, e in enumerate(errors))
+    for limit, met, settled in ((0.05, True, False), (0.2, True, True), (0.005, False, True)):
+        v = ValidationReport("f.toml", rows, targets={"median": limit}).target_verdicts()[0]
+        assert v["measured"] == pytest.approx(np.median(errors)) and v["met"] is met
+        assert v["interval"] == pytest.approx(list(median_interval(errors))) and v["settled"] is settled
+    text = ValidationReport("f.toml", rows, targets={"median": 0.05}).summary()
+    assert "measured 5.00 %: met (the median's 95 % distribution-free interval" in text
+    assert "holds the target: not settled by these rows)" in text
+    assert "lies on one side" in ValidationReport("f.toml", rows, targets={"median": 0.2}).summary()

@@ -83,6 +83,31 @@ def _errors(rows) -> np.ndarray:
     return e[np.isfinite(e)]
 
 
+def median_interval(values, level: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free interval for the median of the population ``values`` are drawn
+    from (independent draws assumed): the order statistics :math:`x_{(l)} \\le m \\le
+    x_{(n+1-l)}`, whose coverage is :math:`1 - 2 P(B \\le l - 1)`, :math:`B \\sim
+    \\mathrm{Binomial}(n, 1/2)`, whatever the distribution; :math:`l` is the largest index
+    with coverage at least ``level``. ``None`` when there are too few values for that level
+    (under 6 for 95 %)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    x = x[np.isfinite(x)]
+    n = x.size
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level={level!r}: expected a probability strictly between 0 and 1")
+    tail = (1.0 - level) / 2.0
+    cdf, k = 0.0, -1  # cdf = P(B <= k); the largest k with P(B <= k) <= tail
+    for i in range(n + 1):
+        p = math.comb(n, i) / 2.0 ** n
+        if cdf + p > tail:
+            break
+        cdf, k = cdf + p, i
+    if k < 0:
+        return None
+    lo = k + 1  # 1-based order statistic
+    return float(x[lo - 1]), float(x[n - lo])
+
+
 def _summary(rows) -> dict:
     """Counts over every row; the relative errors of the rows not in points, and the errors
     in points (|predicted - reported| x 100) of the rows in points."""
@@ -242,8 +267,11 @@ class ValidationReport:
         out = []
         for key, limit in self.targets.items():
             value = measured[key]
+            interval = median_interval(_errors(rows)) if key == "median" else None
             out.append({"target": key, "limit": float(limit), "measured": _clean(value),
                         "met": None if not math.isfinite(value) else bool(value <= limit),
+                        "interval": None if interval is None else list(interval),
+                        "settled": None if interval is None else bool(not interval[0] <= limit <= interval[1]),
                         "rows": "holdout" if any(r.role == "holdout" for r in self.rows) else "evidence"})
         return out
 
@@ -262,6 +290,11 @@ class ValidationReport:
             scale, unit = (100.0, " points") if v["target"] == "points" else (100.0, " %")
             got = "no row measures it" if v["met"] is None else (
                 f"measured {scale * v['measured']:.2f}{unit}: {'met' if v['met'] else 'MISSED'}")
+            if v["met"] is not None and v.get("interval") is not None:
+                lo, hi = (scale * x for x in v["interval"])
+                got += (f" (the median's 95 % distribution-free interval {lo:.2f}-{hi:.2f}{unit} "
+                        + ("lies on one side of the target)" if v["settled"] else
+                           "holds the target: not settled by these rows)"))
             lines.append(f"target ({v['rows']} rows): {names[v['target']]} <= {scale * v['limit']:g}{unit}; {got}")
         return "\n".join(lines)
 
@@ -297,6 +330,9 @@ class ValidationReport:
                 unit = " points" if v["target"] == "points" else " %"
                 got = "n/a" if v["measured"] is None else f"{100 * v['measured']:.2f}{unit}"
                 verdict = "no row" if v["met"] is None else ("met" if v["met"] else "**missed**")
+                if v["met"] is not None and v.get("interval") is not None and not v["settled"]:
+                    lo, hi = (100 * x for x in v["interval"])
+                    verdict += f" (not settled: the median's 95 % interval is {lo:.2f}-{hi:.2f}{unit})"
                 md.append(f"| {names[v['target']]} ({v['rows']} rows) | {100 * v['limit']:g}{unit} | {got} "
                           f"| {verdict} |")
             md.append("")
