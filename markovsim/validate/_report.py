@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from .._errors import InvalidParameterError
+
 __all__ = ["CaseResult", "ValidationReport", "ROLES"]
 
 #: what a case is for: ``fit`` (its figures calibrated an input: listed apart, never evidence),
@@ -94,11 +96,11 @@ def median_interval(values, level: float = 0.95) -> tuple[float, float] | None:
     x = x[np.isfinite(x)]
     n = x.size
     if not 0.0 < level < 1.0:
-        raise ValueError(f"level={level!r}: expected a probability strictly between 0 and 1")
+        raise InvalidParameterError(f"level={level!r}: expected a probability strictly between 0 and 1")
     tail = (1.0 - level) / 2.0
     cdf, k = 0.0, -1  # cdf = P(B <= k); the largest k with P(B <= k) <= tail
-    for i in range(n + 1):
-        p = math.comb(n, i) / 2.0 ** n
+    for i in range(n + 1):  # binomial terms in log space (no overflow for large n)
+        p = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2.0))
         if cdf + p > tail:
             break
         cdf, k = cdf + p, i
