@@ -87,3 +87,19 @@ def test_the_same_plan_pairs_on_the_page():
                  f"differ by {spread[0]:.1f} to {spread[-1]:.1f} % (median {statistics.median(spread):.1f} %)",
                  f"at least {floor[0]:.1f} to {floor[-1]:.1f} % off"):
         assert said in " ".join(PAGE.split()), said
+
+
+def test_the_median_verdicts_on_the_page():
+    """The page's medians and their intervals are the suites' median targets' (the interval
+    from markovsim.validate, tested against the binomial in tests/test_validate_harness.py)."""
+    text = " ".join(PAGE.split())
+    for suite, kind in zip(SUITES, ("GPU", "TPU")):
+        report = validate_cases(suite)
+        v = next(t for t in report.target_verdicts() if t["target"] == "median")
+        n = sum(1 for r in report.rows if r.role == "holdout" and not r.points)
+        lo, hi = (100 * x for x in v["interval"])
+        said = f"{100 * v['measured']:.2f} %" + (" (95 % distribution-free interval " if kind == "GPU" else " (")
+        assert f"{n} {kind} holdout outputs" in text or f"{n} {kind} ones" in text
+        assert f"{said}{lo:.2f}-{hi:.2f} %)" in text, (said, lo, hi)
+        assert v["settled"] is False and "neither verdict" in text
+        assert ("met on GPUs" if kind == "GPU" else "missed on TPUs") in text and v["met"] is (kind == "GPU")
