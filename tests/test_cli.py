@@ -211,6 +211,28 @@ def test_train_bad_model_files(capsys, tmp_path):
     assert_one_line_error(*run(capsys, "train", broken)[::2], "train", "not valid TOML")
 
 
+def test_train_operators_are_the_library_table(capsys):
+    """--operators lists markovsim.training.operator_table (the FP8 casts among the rows of an
+    FP8 plan), in the JSON exactly and in the table to its printed digits; a hardware file
+    without a kernel model is refused in one line that says what is missing."""
+    spec = tr.load_plan("llama3_70b_h100_64")
+    want = tr.operator_table(spec.workload, spec.hardware, spec.plan)
+    got = run_json(capsys, "train", "llama3_70b_h100_64", "--operators")["operators"]
+    assert [g["name"] for g in got] == [r.name for r in want]
+    assert {"fp8_casts_attention", "fp8_casts_mlp"} <= {g["name"] for g in got}
+    for g, r in zip(got, want):
+        assert g["forward_s"] == r.forward_s and g["backward_s"] == r.backward_s and g["flops"] == r.flops
+        assert g["shape"] == (None if r.shape is None else list(r.shape))
+    code, out, err = run(capsys, "train", "llama3_70b_h100_64", "--operators")
+    assert code == 0, err
+    ffn = next(r for r in want if r.name == "ffn_in")
+    line = next(x for x in out.splitlines() if x.startswith("ffn_in "))
+    assert " x ".join(f"{x:.0f}" for x in ffn.shape) in line and f"{1e3 * ffn.forward_s:.4f}" in line
+    assert "operators" not in run_json(capsys, "train", "llama3_70b_h100_64")
+    assert_one_line_error(*run(capsys, "train", PLAN, "--operators")[::2], "train", "no fitted kernel model",
+                          "[kernels]")
+
+
 @pytest.mark.parametrize("setting, needles", [
     ("tp", ("--set 'tp'", "key=value")),
     ("tp=", ("no value",)),

@@ -47,6 +47,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--jitter-cv", type=float, default=0.0, metavar="CV",
                    help="per-rank step-time coefficient of variation for the straggler delay in the "
                         "linearity table (default 0)")
+    p.add_argument("--operators", action="store_true",
+                   help="also list the per-layer operators of one micro-batch on one rank (GEMM shapes, "
+                        "FLOPs, forward and backward times; attention, element-wise kernels and FP8 casts), "
+                        "from markovsim.training.operator_table; needs a hardware file with a [kernels] table")
     c.add_common(p)
     return p
 
@@ -82,6 +86,7 @@ def run(args) -> int:
                 axes[1].set_ylabel(f"linearity (baseline {scaling[0]['cards']})")
 
         c.save_plot(args.plot, draw, force=args.force, panels=2 if scaling else 1)
+    ops = tr.operator_table(spec.workload, spec.hardware, plan) if args.operators else None
     if args.json:
         c.print_json({"command": "train", "file": str(path), "name": spec.name,
                       "workload": spec.workload.name, "hardware": spec.hardware.name,
@@ -90,7 +95,8 @@ def run(args) -> int:
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
-                          "points": scaling, "caveat": _linearity_caveat()}})
+                          "points": scaling, "caveat": _linearity_caveat()},
+                      **({} if ops is None else {"operators": [_operator_info(r) for r in ops]})})
         return 0
     print(f"{spec.name}  ({path})")
     print(f"{spec.workload.name} on {spec.hardware.name}: {plan.world_size} cards = tp {plan.tp} x pp {plan.pp} "
@@ -119,6 +125,15 @@ def run(args) -> int:
         ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),
         ("communication before overlap", f"{o['communication_total_s']:.4f} s"),
     ]))
+    if ops is not None:
+        print()
+        print("operators of one micro-batch on one rank (per layer; logits and cross-entropy once, on the "
+              "last stage)")
+        print(c.table([(r.name, r.where, "" if r.shape is None else " x ".join(f"{x:.0f}" for x in r.shape),
+                        f"{r.count:g}", f"{r.flops / 1e9:.4g}", f"{1e3 * r.forward_s:.4f}",
+                        f"{1e3 * r.backward_s:.4f}") for r in ops],
+                      ("operator", "where", "M x N x K", "count", "GFLOP (fwd)", "forward ms", "backward ms"),
+                      right=(3, 4, 5, 6)))
     for note in tr.plan_caveats(spec):
         print(f"\ncaveat: {note}")
     if scaling is not None:
@@ -162,6 +177,11 @@ def _plan_info(plan) -> dict:
             "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers,
             "recompute_modules": list(plan.recompute_modules), "optimizer_moments": plan.optimizer_moments.value,
             "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size}
+
+
+def _operator_info(r) -> dict:
+    return {"name": r.name, "where": r.where, "shape": None if r.shape is None else list(r.shape),
+            "count": r.count, "flops": r.flops, "forward_s": r.forward_s, "backward_s": r.backward_s}
 
 
 def _over(used: float, usable: float, hbm: float) -> str:
