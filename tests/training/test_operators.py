@@ -261,3 +261,33 @@ def test_the_operator_table_adds_up_to_the_step_compute(w, tp, sp, precision):
     layer = sum(r.forward_s + r.backward_s for r in rows if r.name not in head)
     tail = sum(r.forward_s + r.backward_s for r in rows if r.name in head)
     assert step_time(w, HW, plan).compute == pytest.approx(w.layers * layer + tail, rel=1e-12)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+@pytest.mark.parametrize("shared", [0, 1])
+def test_the_operator_table_adds_up_for_a_mixture_of_experts(precision, shared):
+    """The same with dense and MoE layers (one expert-parallel group inside a rank, ep = 1, so
+    no all-to-all): the attention rows in every layer, the dense rows in the dense layers, the
+    expert rows (router, experts, shared experts, their casts and permutations) in the MoE
+    layers."""
+    from markovsim.training._workload import MoE
+    w = Workload("moe-table", layers=4, hidden=1024, ffn_hidden=2816, heads=16, kv_heads=4, vocab=8192,
+                 seq_len=2048, moe=MoE(routed_experts=8, top_k=2, expert_ffn=512, shared_experts=shared,
+                                       dense_layers=1))
+    plan = Plan(tp=1, pp=1, dp=1, global_batch=2, micro_batch=2, precision=precision)
+    rows = operator_table(w, HW, plan)
+    attn_names = {"attention_core", "norms_residuals_dropout", "fp8_casts_attention"}
+    dense_names = {"activation", "fp8_casts_mlp"}
+    moe_names = {"moe_permute_activation", "fp8_casts_moe"}
+
+    def total(pick):
+        return sum(r.forward_s + r.backward_s for r in rows if pick(r))
+
+    attn = total(lambda r: r.where == "attn" or r.name in attn_names)
+    dense = total(lambda r: r.where == "dense" or r.name in dense_names)
+    moe = total(lambda r: r.where == "moe" or r.name in moe_names)
+    head = total(lambda r: r.name in ("logits", "cross_entropy"))
+    assert {r.name for r in rows} <= attn_names | dense_names | moe_names | {"logits", "cross_entropy"} | {
+        r.name for r in rows if r.shape is not None}
+    want = w.layers * attn + (w.layers - w.moe_layers) * dense + w.moe_layers * moe + head
+    assert step_time(w, HW, plan).compute == pytest.approx(want, rel=1e-12)
