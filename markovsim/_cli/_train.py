@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import textwrap
 
 from .._errors import SpecError
@@ -96,7 +97,7 @@ def run(args) -> int:
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
                           "points": scaling, "caveat": _linearity_caveat()},
-                      **({} if ops is None else {"operators": [_operator_info(r) for r in ops]})})
+                      **({} if ops is None else {"operators": [dataclasses.asdict(r) for r in ops]})})
         return 0
     print(f"{spec.name}  ({path})")
     print(f"{spec.workload.name} on {spec.hardware.name}: {plan.world_size} cards = tp {plan.tp} x pp {plan.pp} "
@@ -177,11 +178,6 @@ def _plan_info(plan) -> dict:
             "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers,
             "recompute_modules": list(plan.recompute_modules), "optimizer_moments": plan.optimizer_moments.value,
             "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size}
-
-
-def _operator_info(r) -> dict:
-    return {"name": r.name, "where": r.where, "shape": None if r.shape is None else list(r.shape),
-            "count": r.count, "flops": r.flops, "forward_s": r.forward_s, "backward_s": r.backward_s}
 
 
 def _over(used: float, usable: float, hbm: float) -> str:

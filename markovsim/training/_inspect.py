@@ -14,8 +14,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from ._hardware import Efficiency, Hardware
 from ._memory import state_bytes
-from ._operators import (CAST_BYTES, HIGH_PRECISION_GEMMS, _attention_core, _elementwise_bytes, _gemms,
-                         gemm_precision, gemm_seconds)
+from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
 from ._step import _plan_arrays, activation_bytes, kernel_constants, recompute_split, stage_shares
 from ._workload import Workload
@@ -118,15 +117,11 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
     common, dense_b, moe_b, logit_b = _elementwise_bytes(c, q, np)
     bw = float(c["mem_bw"])
     if float(q["fp8"]) > 0:
-        # FP8 casts (Transformer Engine's cast-transpose, CAST_BYTES per element) of each FP8
-        # GEMM's input in the forward and of its output gradient in the backward, by part of
-        # the layer; the head and the router stay in BF16
+        # FP8 casts (cast_bytes) by part of the layer
         for label, where in (("attention", "attn"), ("mlp", "dense"), ("moe", "moe")):
-            part = [r for r in rows if r.where == where and r.shape is not None
-                    and r.name not in HIGH_PRECISION_GEMMS]
+            part = [cast_bytes(r.name, *r.shape, r.count) for r in rows if r.where == where and r.shape]
             if part:
-                fwd = sum(CAST_BYTES * r.count * r.shape[0] * r.shape[2] for r in part)
-                bwd = sum(CAST_BYTES * r.count * r.shape[0] * r.shape[1] for r in part)
+                fwd, bwd = (sum(x) for x in zip(*part))
                 rows.append(Operator(f"fp8_casts_{label}", "elementwise", None, 1.0, 0.0, fwd / bw, bwd / bw))
     for name, where, by in (("norms_residuals_dropout", "attn", common), ("activation", "dense", dense_b),
                             ("moe_permute_activation", "moe", moe_b), ("cross_entropy", "logit", logit_b / 3.0)):

@@ -152,6 +152,16 @@ HIGH_PRECISION_GEMMS = frozenset({"logits", "router"})
 CAST_BYTES = 4.0
 
 
+def cast_bytes(name, M, N, K, count):
+    """HBM bytes of the FP8 casts of ``count`` GEMMs ``name`` of shape M x N x K:
+    ``(forward, backward)``, the input's (:math:`M \\times K`) and the output gradient's
+    (:math:`M \\times N`) cast-transpose at :data:`CAST_BYTES` per element; none for the
+    GEMMs that stay in BF16 (:data:`HIGH_PRECISION_GEMMS`)."""
+    if name in HIGH_PRECISION_GEMMS:
+        return 0.0, 0.0
+    return CAST_BYTES * count * M * K, CAST_BYTES * count * M * N
+
+
 def _gemm_time(M, N, K, count, peak, c, elem_bytes, eff=None):
     """Seconds of ``count`` GEMMs of shape M x N x K (the smooth roofline) at the fraction
     ``eff`` of ``peak`` (default: the BF16 GEMM fraction)."""
@@ -222,11 +232,12 @@ def layer_times(c, q, xp):
     fp8 = q["fp8"] > 0
     precision = gemm_precision(c, q, xp)
     parts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
-    casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}  # the head (logits) runs in BF16: no casts
-    bwd_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
+    # FP8 cast bytes, forward and backward (none for the head and the router: cast_bytes)
+    casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
+    bwd_casts = dict(casts)
     # what recompute = "selective-op" repeats: its share of each GEMM (with its casts)
     op_gemm = {"attn": 0.0, "dense": 0.0, "moe": 0.0, "logit": 0.0}
-    op_casts = {"attn": 0.0, "dense": 0.0, "moe": 0.0}
+    op_casts = dict(casts)
     # what the selective modules mla_up_proj and shared_experts repeat: their GEMMs and casts
     module = {"rm_mla": 0.0, "rm_shared": 0.0}
     of_module = dict(q_up="rm_mla", kv_up="rm_mla", shared_in="rm_shared", shared_out="rm_shared")
@@ -234,15 +245,11 @@ def layer_times(c, q, xp):
         seconds = gemm_seconds(name, M, N, K, count, c, precision)
         parts[where] = parts[where] + seconds
         op_gemm[where] = op_gemm[where] + c[f"op_{name}"] * seconds
-        cast = 0.0
-        if name not in HIGH_PRECISION_GEMMS:
-            # Transformer Engine's cast-transpose: BF16 read once, FP8 and its transpose
-            # written (4 bytes per element); the input in the forward, the output
-            # gradient in the backward
-            cast = xp.where(fp8, CAST_BYTES * count * M * K, 0.0)
-            casts[where] = casts[where] + cast
-            bwd_casts[where] = bwd_casts[where] + xp.where(fp8, CAST_BYTES * count * M * N, 0.0)
-            op_casts[where] = op_casts[where] + c[f"op_{name}"] * cast
+        fwd_cast, bwd_cast = cast_bytes(name, M, N, K, count)
+        cast = xp.where(fp8, fwd_cast, 0.0)
+        casts[where] = casts[where] + cast
+        bwd_casts[where] = bwd_casts[where] + xp.where(fp8, bwd_cast, 0.0)
+        op_casts[where] = op_casts[where] + c[f"op_{name}"] * cast
         if name in of_module:
             module[of_module[name]] = module[of_module[name]] + seconds + cast / c["mem_bw"]
     core_f, core_b = _attention_core(c, q, xp)
@@ -256,8 +263,13 @@ def layer_times(c, q, xp):
     attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw
     dense_f = parts["dense"] + (dense_b + casts["dense"]) / bw
     moe_f = parts["moe"] + (moe_b + casts["moe"]) / bw
-    attn_fb = (3.0 * (parts["attn"] + common / bw) + (casts["attn"] + bwd_casts["attn"]) / bw
-               + core_f + core_b)
+
+    def forward_backward(where, elementwise):
+        """GEMMs and element-wise bytes forward and backward (twice the forward), and the
+        casts of both passes."""
+        return 3.0 * (parts[where] + elementwise / bw) + (casts[where] + bwd_casts[where]) / bw
+
+    attn_fb = forward_backward("attn", common) + core_f + core_b
     rec = q["rec"]
     per_op = rec == _REC[Recompute.SELECTIVE_OP]
     selective = rec == _REC[Recompute.SELECTIVE]
@@ -275,12 +287,11 @@ def layer_times(c, q, xp):
     extra_attn = xp.select([selective, rec == _REC[Recompute.FULL], per_op],
                            [sel_attn, attn_f, op_attn], default=0.0)
     full = rec == _REC[Recompute.FULL]
-    dense_fb = 3.0 * (parts["dense"] + dense_b / bw) + (casts["dense"] + bwd_casts["dense"]) / bw
-    moe_fb = 3.0 * (parts["moe"] + moe_b / bw) + (casts["moe"] + bwd_casts["moe"]) / bw
-    dense_layer = attn_fb + extra_attn + dense_fb + xp.select([full, per_op, selective],
+    dense_layer = attn_fb + extra_attn + forward_backward("dense", dense_b) + xp.select([full, per_op, selective],
                                                               [dense_f, op_dense, sel_dense], default=0.0)
-    moe_layer = attn_fb + extra_attn + moe_fb + xp.select([full, per_op, selective],
-                                                          [moe_f, op_moe, sel_moe], default=0.0)
+    moe_layer = attn_fb + extra_attn + forward_backward("moe", moe_b) + xp.select([full, per_op, selective],
+                                                                                  [moe_f, op_moe, sel_moe],
+                                                                                  default=0.0)
     logit = 3.0 * parts["logit"] + logit_b / bw
     # one forward of each layer: what full recomputation adds to a layer that is not recomputed
     return dict(dense=dense_layer, moe=moe_layer, logit=logit, dense_forward=attn_f + dense_f,
