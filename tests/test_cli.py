@@ -647,6 +647,20 @@ def test_train_states_the_moe_caveat(capsys):
     assert ranked["caveats"] == got["caveats"]
 
 
+def test_train_flags_fp8_on_hardware_without_an_fp8_peak(capsys):
+    """An FP8 plan moved to an A100 (no FP8 tensor cores, no peak_dense.fp8) is not a
+    prediction: the caveat names the hardware; the same plan on the H100 it was written for
+    carries none, and neither does the BF16 plan on the A100."""
+    moved = run_json(capsys, "train", "llama3_70b_h100_64", "--set", 'hardware="a100_sxm_80gb"')
+    assert len(moved["caveats"]) == 1
+    assert "precision fp8 on NVIDIA A100 SXM4 80GB" in moved["caveats"][0]
+    assert "what-if" in moved["caveats"][0]
+    assert run_json(capsys, "train", "llama3_70b_h100_64")["caveats"] == []
+    bf16 = run_json(capsys, "train", "llama3_70b_h100_64", "--set", 'hardware="a100_sxm_80gb"',
+                    "--set", 'precision="bf16"')
+    assert bf16["caveats"] == []
+
+
 def test_train_states_the_linearity_caveat_with_a_linearity(capsys):
     got = run_json(capsys, "train", PLAN, "--baseline", "4096", "--cards", "8192")
     assert "upper bound" in got["scaling"]["caveat"]

@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 
 from .._errors import InvalidParameterError, SolverError
 from .._io import ModelKind, Table
+from ._plan import Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
 from ._step import StepBreakdown, step_time
@@ -56,6 +57,13 @@ MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.
               "upper bound (docs/background/scaling.md)")
 
 
+#: said when an FP8 plan runs on hardware whose file gives no FP8 peak ({name} is the hardware)
+FP8_WITHOUT_PEAK_CAVEAT = ("precision fp8 on {name}, whose hardware file gives no FP8 peak (peak_dense.fp8): "
+                           "its FP8 GEMMs are timed at the BF16 peak while the FP8 casts and 1-byte activations "
+                           "are still charged; an accelerator without FP8 tensor cores cannot run this plan as "
+                           "written, so read the numbers as a what-if, not a prediction")
+
+
 #: what the validation measured for linearity (the scale-up rows of both shipped suites):
 #: said wherever the command line shows a linearity
 LINEARITY_CAVEAT = ("linearity: on 90 published scale-ups (MegaScale, MT-NLG, Llama 3 and NVIDIA's DGXC series on "
@@ -69,7 +77,8 @@ def plan_caveats(spec: "PlanSpec | Workload") -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
     when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the
     :class:`~markovsim.training.Workload` alone (a plan search). A mixture-of-experts
-    workload gets :data:`MOE_CAVEAT`.
+    workload gets :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
+    :data:`FP8_WITHOUT_PEAK_CAVEAT`.
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
@@ -81,7 +90,11 @@ def plan_caveats(spec: "PlanSpec | Workload") -> list[str]:
         workload = spec
     else:
         raise InvalidParameterError(f"spec={spec!r}: expected a PlanSpec (load_plan) or a Workload")
-    return [MOE_CAVEAT] if workload.moe is not None else []
+    notes = [MOE_CAVEAT] if workload.moe is not None else []
+    if (isinstance(spec, PlanSpec) and Precision(spec.plan.precision) is Precision.FP8
+            and spec.hardware.peak_fp8_flop_per_s is None):
+        notes.append(FP8_WITHOUT_PEAK_CAVEAT.format(name=spec.hardware.name))
+    return notes
 
 
 def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict[str, float]:
