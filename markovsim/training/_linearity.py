@@ -144,6 +144,14 @@ def _rule(batch, scaling, plan: Plan, base_cards: int):
     return batch
 
 
+def _describe(rule) -> str:
+    if isinstance(rule, FixedGlobalBatch):
+        return "the fixed-global batch rule"
+    if isinstance(rule, FixedReplicaBatch):
+        return "the fixed-replica batch rule"
+    return "the given global batches"
+
+
 def _global_batch(rule, plan: Plan, dp: int, i: int, n_sizes: int) -> int:
     if isinstance(rule, FixedGlobalBatch):
         g = plan.global_batch if rule.sequences is None else rule.sequences
@@ -244,7 +252,11 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
             p = p.replace(dp=n // (p.tp * p.pp * p.cp))
         g = _global_batch(rule, plan, p.dp, i, len(cards))
         p = p.replace(global_batch=g)
-        validate_plan(workload, p, world_size=n)
+        try:
+            validate_plan(workload, p, world_size=n)
+        except InvalidParameterError as e:
+            # say which size of the curve, and under which batch rule, the plan breaks
+            raise InvalidParameterError(f"cards={n} (dp={p.dp}, global batch {g} under {_describe(rule)}): {e}") from None
         check_offload(hardware, p)
         out = _jit_kernel(c, _plan_arrays(p, 0.0))
         fits.append(bool(out["fits"]))

@@ -180,6 +180,11 @@ def test_batch_rules_are_explicit_and_mean_one_thing():
     assert list(legacy.global_batch) == [2048, 32768]
     with pytest.raises(markovsim.MarkovsimError, match="one per size"):
         scaling_curve(PU.workload, PU.hardware, PU.plan, [256, 4096], batch=GlobalBatches((64,)), **kw)
+    # a held batch too small for the larger size is refused naming that size and the rule
+    dp = 4096 // (PU.plan.tp * PU.plan.pp * PU.plan.cp)
+    with pytest.raises(markovsim.MarkovsimError,
+                       match=rf"^cards=4096 \(dp={dp}, global batch 64 under the fixed-global batch rule\): "):
+        scaling_curve(PU.workload, PU.hardware, PU.plan, [256, 4096], batch=FixedGlobalBatch(64), **kw)
 
 
 def test_linearity_band_sweeps_an_unpublished_batch():
