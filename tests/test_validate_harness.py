@@ -548,6 +548,19 @@ def test_calibrate_then_validate_in_one_file(tmp_path):
     assert report.to_dict()["calibrations"][0]["runs"] == 1
 
 
+def test_a_calibrated_constant_the_fit_cases_do_not_identify_is_said(tmp_path):
+    """[calibrate] with a constant no fit case depends on (the FP8 fraction on a BF16 run):
+    the report says it is not identified, in the summary and the JSON, and the calibration
+    is not a success."""
+    text = _mt_nlg_file("fit", 'tolerance = "10 %"\n[calibrate]\nparams = ["gemm_peak_fraction", '
+                               '"fp8_gemm_peak_fraction"]')
+    report = validate_cases(write(tmp_path, text))
+    [cal] = report.calibrations
+    assert not cal["success"] and cal["identified"] == (True, False)
+    assert "fp8_gemm_peak_fraction NOT identified (no run's prediction depends on it" in report.summary()
+    assert report.to_dict()["calibrations"][0]["identified"] == [True, False]
+
+
 def load_a100_gemm():
     from markovsim.training import load_hardware
 

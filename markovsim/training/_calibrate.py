@@ -11,6 +11,15 @@ spread reported with each value is its standard error from the Jacobian at the o
 (``nan`` when there are no more runs than constants), and each constant says whether it
 ended on a bound (then its spread means little and the fit should be read with care).
 
+A fit converges even where the runs cannot determine a constant: one that no run's
+prediction depends on (the FP8 fraction on BF16 runs, the attention fraction on runs
+without flash attention) keeps its starting value, and two that act alike (or more
+constants than runs) trade off along a line. So each constant also says whether the runs
+identify it: the Jacobian at the optimum, each column scaled by the constant's range, must
+have full column rank and the constant's own column must not vanish. ``success`` is true
+only when the optimiser converged **and** every constant is identified; a value the runs do
+not identify is a starting value, not a fit, and the table says so.
+
 Runs come from a case file (:func:`runs_from_cases`, cases with ``role = "fit"``), so the
 same file holds the runs a preset is fitted on and the held-out runs it is judged on; a
 held-out run is never passed to :func:`calibrate`.
@@ -84,7 +93,14 @@ class Calibration:
         on_bound: whether each value sits on a bound of its range.
         kernels: the full fitted :class:`KernelModel`.
         runs: the runs' names; ``residuals`` their log errors at the optimum.
-        success: whether the optimiser reported convergence.
+        success: whether the optimiser reported convergence and the runs identify every
+            constant (``identified``).
+        identified: whether the runs determine each constant (its column of the scaled
+            Jacobian does not vanish and the columns are independent).
+        rank: the rank of the scaled Jacobian (the number of independent directions the
+            runs see; every constant is identified only when it equals their number).
+        sensitivity: per constant, the norm of its scaled Jacobian column (how much the
+            runs' log errors move when it crosses its range).
     """
 
     hardware: str
@@ -96,16 +112,31 @@ class Calibration:
     runs: tuple[str, ...]
     residuals: tuple[float, ...]
     success: bool
+    identified: tuple[bool, ...] = ()
+    rank: int = 0
+    sensitivity: tuple[float, ...] = ()
 
     @property
     def rms_log_error(self) -> float:
         return float(np.sqrt(np.mean(np.square(self.residuals))))
 
+    def why_not(self, name: str) -> str:
+        """Why the runs do not identify the constant ``name`` (empty when they do)."""
+        j = self.params.index(name)
+        if self.identified[j]:
+            return ""
+        if self.sensitivity[j] <= _SEEN:
+            return "no run's prediction depends on it; the value is the starting one, not a fit"
+        return (f"the runs see {self.rank} independent direction{'s' if self.rank != 1 else ''} for "
+                f"{len(self.params)} constants; "
+                "it trades off against the others")
+
     def table(self) -> str:
         """The fitted constants and the runs' errors as plain text."""
         lines = [f"{self.hardware}: {len(self.runs)} fit runs, rms log error {self.rms_log_error:.4f}"]
-        for n, v, s, b in zip(self.params, self.values, self.spread, self.on_bound):
-            lines.append(f"  {n:32s} {v:10.4g} +- {s:.2g}" + ("  (on a bound)" if b else ""))
+        for n, v, s, b, i in zip(self.params, self.values, self.spread, self.on_bound, self.identified):
+            lines.append(f"  {n:32s} {v:10.4g} +- {s:.2g}" + ("  (on a bound)" if b else "")
+                         + ("" if i else f"  (NOT identified: {self.why_not(n)})"))
         for n, r in zip(self.runs, self.residuals):
             lines.append(f"  {n:60s} {100 * math.expm1(r):+7.2f} %")
         return "\n".join(lines)
@@ -178,8 +209,43 @@ def calibrate(runs: Sequence[Run], params: Sequence[str], *, start: KernelModel 
             pass
     tol = 1e-6 * (hi - lo)
     on_bound = tuple(bool(v <= a + t or v >= b - t) for v, a, b, t in zip(fit.x, lo, hi, tol))
+    scaled = np.asarray(fit.jac, float) * (hi - lo)
+    identified, rank = _identified(scaled)
+    if rank < p:
+        # the spread of the identified constants alone (the others held), where they are
+        # independent; a constant the runs do not identify has none
+        spread = np.full(p, np.nan)
+        keep = np.flatnonzero(identified)
+        if n > keep.size > 0 and int(np.linalg.matrix_rank(scaled[:, keep], tol=_SEEN)) == keep.size:
+            jk = np.asarray(fit.jac, float)[:, keep]
+            s2 = float(np.sum(fit.fun**2)) / (n - keep.size)
+            spread[keep] = np.sqrt(np.clip(np.diag(np.linalg.inv(jk.T @ jk) * s2), 0.0, None))
     return Calibration(runs[0].spec.hardware.name, tuple(params), tuple(map(float, fit.x)), tuple(map(float, spread)),
-                       on_bound, kernels, tuple(r.name for r in runs), tuple(map(float, fit.fun)), bool(fit.success))
+                       on_bound, kernels, tuple(r.name for r in runs), tuple(map(float, fit.fun)),
+                       bool(fit.success) and all(identified), identified, rank,
+                       tuple(float(x) for x in np.linalg.norm(scaled, axis=0)))
+
+
+#: a constant moved over its whole range changes no run's log error by more than this: not seen
+_SEEN = 1e-6
+
+
+def _identified(jac: np.ndarray) -> tuple[tuple[bool, ...], int]:
+    """Per constant, whether the runs identify it, and the rank of ``jac`` (the Jacobian of
+    the log errors, each column scaled by its constant's range). A vanishing column is not
+    identified; with independent nonvanishing columns each is; where the nonvanishing ones
+    are dependent, a column is flagged when leaving it out does not lower the rank."""
+    seen = np.linalg.norm(jac, axis=0) > _SEEN
+    if not seen.any():
+        return tuple(False for _ in seen), 0
+    rank = int(np.linalg.matrix_rank(jac, tol=_SEEN))
+    if rank == int(seen.sum()):
+        return tuple(bool(x) for x in seen), rank
+    flags = []
+    for j in range(jac.shape[1]):
+        rest = np.delete(jac, j, axis=1)
+        flags.append(bool(seen[j]) and int(np.linalg.matrix_rank(rest, tol=_SEEN)) < rank)
+    return tuple(flags), rank
 
 
 #: the keys of a validation case (markovsim.validate) that are not the plan

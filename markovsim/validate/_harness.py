@@ -559,5 +559,6 @@ def validate_cases(path: str | Path, *, progress=None) -> ValidationReport:
             progress(done, len(cases))
     calibrations = tuple({"hardware": c.hardware, "params": c.params, "values": c.values, "spread": c.spread,
                           "on_bound": c.on_bound, "runs": len(c.runs), "rms_log_error": c.rms_log_error,
-                          "success": c.success} for c in fitted)
+                          "success": c.success, "identified": c.identified,
+                          "not_identified": tuple(c.why_not(p) for p in c.params)} for c in fitted)
     return ValidationReport(path=str(path), rows=tuple(rows), targets=targets, calibrations=calibrations)

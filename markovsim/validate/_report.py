@@ -148,7 +148,11 @@ def _line(label: str, s: dict) -> str:
 def _calibration_line(c: dict) -> str:
     values = ", ".join(f"{p} = {v:.4g} +- {s:.2g}{' (on a bound)' if b else ''}"
                        for p, v, s, b in zip(c["params"], c["values"], c["spread"], c["on_bound"]))
-    ok = "" if c["success"] else "; the optimiser did not report convergence"
+    why = [f"{p} NOT identified ({w})" for p, w in zip(c["params"], c.get("not_identified", ())) if w]
+    if why:
+        ok = "; " + "; ".join(why)
+    else:
+        ok = "" if c["success"] else "; the optimiser did not report convergence"
     runs = f"{c['runs']} run" + ("s" if c["runs"] != 1 else "")
     return (f"calibrated first on the fit cases: {c['hardware']}: {values} ({runs}, rms log error "
             f"{c['rms_log_error']:.4f}{ok})")

@@ -56,6 +56,40 @@ def test_spread_reflects_noise_and_is_nan_when_underdetermined():
     assert np.isnan(one.spread[0])
 
 
+def test_a_constant_no_run_depends_on_is_not_called_fitted():
+    """The A100 fit runs are BF16 without flash attention: the FP8 and attention fractions
+    do not enter any prediction (a finite difference of each leaves every run unchanged,
+    checked here directly). The optimiser still converges, but the calibration must not say
+    success, must mark those constants not identified, and must keep the GEMM fraction's
+    own fit and spread (the one-constant fit's)."""
+    base = A100_FIT[0].spec.hardware.kernels
+    for name in ("fp8_gemm_peak_fraction", "attention_peak_fraction"):
+        moved = dataclasses.replace(base, **{name: 0.9})
+        assert all(predict(r, moved) == predict(r, base) for r in A100_FIT[:4])
+    alone = calibrate(A100_FIT, ["gemm_peak_fraction"])
+    both = calibrate(A100_FIT, ["gemm_peak_fraction", "fp8_gemm_peak_fraction", "attention_peak_fraction"])
+    assert alone.success and alone.identified == (True,) and alone.rank == 1
+    assert not both.success and both.identified == (True, False, False) and both.rank == 1
+    assert both.values[0] == pytest.approx(alone.values[0], abs=1e-6)
+    assert both.spread[0] == pytest.approx(alone.spread[0], rel=1e-6) and np.isnan(both.spread[1:]).all()
+    assert "no run's prediction depends on it" in both.why_not("fp8_gemm_peak_fraction")
+    assert both.why_not("gemm_peak_fraction") == ""
+    assert "NOT identified" in both.table() and "NOT identified" not in alone.table()
+
+
+def test_more_constants_than_runs_are_not_identified():
+    """One run cannot separate two constants that both move its step time: the fit
+    reproduces the run exactly (residual 0) along a whole line of pairs, so a zero residual
+    is no proof: not success, both flagged, rank 1."""
+    one = calibrate(A100_FIT[:1], ["gemm_peak_fraction", "step_overhead_s"])
+    assert one.rms_log_error < 1e-6
+    assert not one.success and one.identified == (False, False) and one.rank == 1
+    assert "1 independent direction for 2 constants" in one.why_not("step_overhead_s")
+    # two runs of different sizes separate them: each is identified (the fit itself may sit anywhere)
+    two = calibrate([A100_FIT[0], A100_FIT[-1]], ["gemm_peak_fraction", "step_overhead_s"])
+    assert two.rank == 2 and two.identified == (True, True)
+
+
 def test_bad_calls_name_the_problem():
     with pytest.raises(markovsim.MarkovsimError, match="at least one"):
         calibrate([], ["gemm_peak_fraction"])
