@@ -692,3 +692,20 @@ def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
     tight = spec.hardware.hbm_bytes * 0.5 * (1 + spec.efficiency.usable_memory)  # halfway between
     from markovsim._cli._train import _over
     assert "tight, it may run" in _over(tight, usable, spec.hardware.hbm_bytes)
+
+
+def test_plan_refusals_say_why(capsys):
+    """A TP or PP filter beyond the search's limit is refused with the limit to raise (it
+    used to search and report no plan); with none found, the count says where the
+    candidates went: a card count no split tiles, or splits that all exceed the memory."""
+    code, out, err = run(capsys, "plan", "--workload", "llama3_70b", "--hardware", "h100_sxm", "--cards", "1024",
+                         "--global-batch", "512", "--tp", "16")
+    assert code == 2 and out == ""
+    assert "--tp 16: larger than --max-tp 8" in err and "--max-tp 16" in err
+    code, _, err = run(capsys, "plan", "--workload", "llama3_70b", "--hardware", "h100_sxm", "--cards", "1000",
+                       "--global-batch", "512")
+    assert code == 2 and " 0 split the cards, the layers and the global batch validly, 0 of them fit" in err
+    code, _, err = run(capsys, "plan", "--workload", "llama3_70b", "--hardware", "h100_sxm", "--cards", "8",
+                       "--global-batch", "8")
+    tiled = int(err.split(" candidates ")[1].split(" split")[0])
+    assert code == 2 and tiled > 0 and "0 of them fit in memory" in err  # 70B on one node: over the HBM

@@ -79,11 +79,16 @@ def _inputs(args):
 def run(args) -> int:
     if args.top < 1:
         raise SpecError(f"--top {args.top}: expected a number of plans >= 1")
+    for name, limit in (("tp", "max_tp"), ("pp", "max_pp")):
+        want, most = getattr(args, name), getattr(args, limit)
+        if want is not None and want > most:
+            raise SpecError(f"--{name} {want}: larger than --{limit.replace('_', '-')} {most}, the largest the search "
+                            f"tries; expected --{name} <= {most} (or give --{limit.replace('_', '-')} {want})")
     workload, hardware, cards, batch, efficiency, changes = _inputs(args)
     plans, ok = tr.candidate_plans(workload, cards, global_batch=batch, max_tp=args.max_tp, max_pp=args.max_pp)
     out = {k: np.asarray(v) for k, v in tr.evaluate_plans(workload, hardware, plans, efficiency=efficiency).items()}
     keep = ok & out["fits"].astype(bool)
-    valid = int(keep.sum())
+    valid, tiled = int(keep.sum()), int(np.asarray(ok).sum())
     if args.schedule:
         keep &= np.isin(plans["sched"], [tr.SCHEDULE_CODES[tr.Schedule(s)] for s in args.schedule])
     if args.recompute:
@@ -95,7 +100,8 @@ def run(args) -> int:
     if index.size == 0:
         raise SpecError(f"no valid plan of {workload.name} on {cards} cards (global batch {batch}) fits in "
                         f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB per card and passes the "
-                        f"filters ({valid} valid plans before filtering)")
+                        f"filters (of {np.asarray(ok).size} candidates {tiled} split the cards, the layers and the "
+                        f"global batch validly, {valid} of them fit in memory)")
     best = index[np.argsort(out["step_time"][index], kind="stable")][: args.top]
     rows = [_row(plans, out, i) for i in best]
     if args.csv:
