@@ -469,6 +469,22 @@ def test_sweep_train_to_netcdf_equals_the_library(capsys, tmp_path, plan_spec):
     ds.close()
 
 
+def test_sweep_train_shows_and_warns_about_points_over_the_memory(capsys, tmp_path):
+    """Llama 3 70B on 64 H100 at micro-batch 2 exceeds the modelled HBM while micro-batch 1
+    fits (the library's fits for each point): the table has a fits column and stderr counts
+    the points over, so a faster-looking point that cannot run is not picked unawares."""
+    spec = tr.load_plan("llama3_70b_h100_64")
+    fits = {mb: tr.step_time(spec.workload, spec.hardware, spec.plan.replace(micro_batch=mb),
+                             efficiency=spec.efficiency).fits for mb in (1, 2)}
+    assert fits == {1: True, 2: False}
+    code, text, err = run(capsys, "sweep", "llama3_70b_h100_64", "--vary", "micro_batch=1,2", "--out",
+                          tmp_path / "s.nc")
+    assert code == 0, err
+    header = [ln for ln in text.splitlines() if ln.startswith("micro_batch")][0]
+    assert header.split()[-1] == "fits"
+    assert "1 of 2 points exceed the modelled memory per card (fits = 0)" in err
+
+
 def test_sweep_infer_units_and_zarr(capsys, tmp_path):
     out = tmp_path / "s.zarr"
     got = run_json(capsys, "sweep", INFER, "--vary", "tiers.restart.restart_time=10:20:2",

@@ -25,7 +25,7 @@ _validate = lazy_module("markovsim.validate")
 
 HELP = "evaluate a model file over a grid of changed values, written as an xarray Dataset"
 _MAIN = {
-    "train": ["step_time_s", "tokens_per_s", "mfu", "hfu", "pipeline_bubble_fraction", "memory_bytes"],
+    "train": ["step_time_s", "tokens_per_s", "mfu", "hfu", "pipeline_bubble_fraction", "memory_bytes", "fits"],
     "goodput": ["goodput", "availability", "interruptions_per_day", "job_mtbf_s", "optimal_checkpoint_interval_s",
                 "goodput_at_optimal_interval"],
     "infer": ["decode_slo_availability", "decode_capacity_availability", "decode_request_availability",
@@ -163,6 +163,11 @@ def run(args) -> int:
         first = reason[tuple(np.argwhere(status != 0)[0])]
         print(f"markovsim sweep: warning: {failed} of {n} points failed (status != 0, see 'reason'); "
               f"first: {first}", file=sys.stderr)
+    if "fits" in data:
+        over = int(np.sum((status == 0) & (np.asarray(data["fits"]) == 0)))
+        if over:
+            print(f"markovsim sweep: warning: {over} of {n} points exceed the modelled memory per card (fits = 0): "
+                  "their numbers are as if the plan ran", file=sys.stderr)
     main = [nm for nm in _MAIN.get(kind.name, names) if nm in data] or names
     if args.csv:
         head = (*keys, *names, "status", "reason")
@@ -186,7 +191,7 @@ def run(args) -> int:
     print(f"swept {kind.name} model {label} over {' x '.join(f'{k} ({s})' for k, s in zip(keys, shape))} = {n} points")
     print(f"wrote {out}: variables {', '.join(names)}, status, reason")
     if n <= 60:
-        shown = names if len(names) <= 6 else main[:6]
+        shown = names if len(names) <= 7 else main[:7]
         rows = [(*(w if isinstance(w := v.written[i], str) else f"{w:g}" for v, i in zip(variations, index)),
                  *(f"{data[nm][index]:.6g}" for nm in shown)) for index in indices]
         print()
