@@ -252,6 +252,12 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
     if w.seq_len % plan.cp:
         raise InvalidParameterError(
             f"plan.cp={plan.cp}: context parallelism must divide seq_len={w.seq_len}")
+    if plan.sequence_parallel and plan.tp > 1 and (w.seq_len // plan.cp) % plan.tp:
+        raise InvalidParameterError(
+            f"plan.sequence_parallel=True with tp={plan.tp}: a rank's {w.seq_len // plan.cp} tokens (seq_len="
+            f"{w.seq_len} / cp={plan.cp}) must split evenly over the tensor-parallel ranks (sequence parallelism "
+            f"scatters the sequence); expected seq_len a multiple of tp x cp = {plan.tp * plan.cp}, or "
+            "sequence_parallel=false")
     if plan.global_batch % (plan.dp * plan.micro_batch):
         raise InvalidParameterError(
             f"plan.global_batch={plan.global_batch}: must be a multiple of dp x micro_batch = "

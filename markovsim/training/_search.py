@@ -102,6 +102,7 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     ok &= (share == 0) | (most >= 2)  # a partial share needs a chunk of two layers or more
     ok &= (tp * cp * np.maximum(dp, 1)) % ep == 0
     ok &= w.seq_len % cp == 0
+    ok &= (tp == 1) | ((w.seq_len // cp) % tp == 0)  # sequence parallelism (on with tp > 1) splits the sequence
     dpm = np.maximum(dp, 1) * mb
     ok &= gbs % dpm == 0
     m = gbs // dpm

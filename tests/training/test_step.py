@@ -228,3 +228,22 @@ def test_whatif_mechanisms():
     assert 1 <= i1 <= i0
     assert expert_imbalance(16, 4, 0.0) == pytest.approx(1.0)
     assert adapt_expert_gain(0.5, i0, i1) >= 0
+
+
+def test_sequence_parallelism_needs_a_sequence_that_splits_over_tp():
+    """With sequence parallelism a rank's seq_len / cp tokens scatter over the TP ranks:
+    8190 tokens (2 x 4095) split over TP 2 without context parallelism but not over TP 2
+    with CP 2 (4095 each). The reader refuses the plan naming the field, the search never
+    proposes it, and without sequence parallelism the plan stands."""
+    from markovsim.training import validate_plan
+
+    odd = dataclasses.replace(PU.workload, seq_len=8190)
+    base = Plan(tp=2, pp=1, dp=4, global_batch=8, micro_batch=1, cp=1, sequence_parallel=True)
+    validate_plan(odd, base)
+    with pytest.raises(markovsim.MarkovsimError, match=r"plan.sequence_parallel=True with tp=2: a rank's 4095 tokens"):
+        validate_plan(odd, base.replace(cp=2, dp=2))
+    validate_plan(odd, base.replace(cp=2, dp=2, sequence_parallel=False))
+    plans, ok = candidate_plans(odd, 16, global_batch=16, max_pp=1)
+    tp, cp = plans["tp"][ok], plans["cp"][ok]
+    assert ok.any() and not np.any((tp > 1) & ((8190 // cp) % tp != 0))
+    assert np.any((tp == 2) & (cp == 1)) and not np.any((tp > 1) & (cp == 2))
