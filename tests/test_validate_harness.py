@@ -650,3 +650,33 @@ def test_a_median_target_says_whether_its_rows_settle_it():
     assert "measured 5.00 %: met (the median's 95 % distribution-free interval" in text
     assert "holds the target: not settled by these rows)" in text
     assert "lies on one side" in ValidationReport("f.toml", rows, targets={"median": 0.2}).summary()
+
+
+@pytest.mark.parametrize("expect, match", [
+    ("mfu = 45", r"expect.mfu=45: mfu is a fraction between 0 and 1; for a percentage write \"45 %\""),
+    ("hfu = -0.1", r"expect.hfu=-0.1: hfu is a fraction between 0 and 1$"),
+    ('mfu = "145 %"', r"expect.mfu='145 %': mfu is a fraction between 0 and 1$"),
+    ("linearity = 95", r"expect.linearity=95: linearity is a ratio between 0 and 2; for a percentage write"),
+])
+def test_a_share_written_as_a_bare_percentage_is_refused(tmp_path, expect, match):
+    """MFU, HFU and linearity are ratios of unit 1: ``mfu = 45`` meant 45 % and was compared
+    as 45 times the peak (an error of 98 %, reported as a model miss). Now refused naming
+    the field and the fix; the same value written with its unit is read."""
+    case = """
+        tolerance = "10 %"
+        [[case]]
+        name = "my run"
+        kind = "train"
+        workload = "llama3_8b"
+        hardware = "h100_sxm"
+        tp = 1
+        pp = 1
+        dp = 8
+        global_batch = 128
+        micro_batch = 1
+        [case.expect]
+        """
+    with pytest.raises(ms.MarkovsimError, match=match):
+        validate_cases(write(tmp_path, case + "        " + expect + "\n"))
+    [row] = validate_cases(write(tmp_path, case + '        mfu = "45 %"\n')).rows
+    assert row.reported == pytest.approx(0.45)

@@ -290,6 +290,7 @@ def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _
             value, at = value["value"], f"{at}.value"
         reported, kind_of_value = _any_quantity(value, at)
         _same_kind(key, unit, kind_of_value, value, at, "the reported value")
+        _in_range(key, unit, reported, value, at)
         if not tol.relative:
             _same_kind(key, unit, tol.kind, tol.text, f"{here}.expect.{key} tolerance", "the tolerance")
         expect.append((key, reported, tol))
@@ -306,6 +307,23 @@ def _parse_case(data: dict, default_tolerance: Any, where: str, path: Path) -> _
             base_doc = expand(base_doc, MODEL_KINDS[kind].references, base=found.parent, where=str(found))
         model = Document.of(merge(base_doc, model))
     return _Case(name, kind, role, source, model, tuple(expect), unpublished)
+
+
+#: outputs of unit 1 that are ratios near 1 rather than fractions of a whole (above 1 possible)
+_NEAR_ONE = {"linearity": 2.0}
+
+
+def _in_range(key: str, unit: str | None, reported: float, raw: Any, at: str) -> None:
+    """A fraction (MFU, a bubble share, an availability) must lie in [0, 1], a ratio such as
+    linearity in [0, 2]: a percentage written as a bare number (``mfu = 45``) is refused
+    rather than compared as 45 times the peak."""
+    if unit != "1":
+        return
+    top = _NEAR_ONE.get(key, 1.0)
+    if not 0.0 <= reported <= top:
+        hint = f'; for a percentage write "{raw} %"' if isinstance(raw, (int, float)) and reported > top else ""
+        what = "a fraction between 0 and 1" if top == 1.0 else f"a ratio between 0 and {top:g}"
+        raise SpecError(f"{at}={raw!r}: {key} is {what}{hint}")
 
 
 def _parse_unpublished(raw: Any, where: str) -> tuple[tuple[str, tuple], ...]:
