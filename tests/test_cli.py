@@ -675,6 +675,14 @@ def test_train_flags_fp8_on_hardware_without_an_fp8_peak(capsys):
     bf16 = run_json(capsys, "train", "llama3_70b_h100_64", "--set", 'hardware="a100_sxm_80gb"',
                     "--set", 'precision="bf16"')
     assert bf16["caveats"] == []
+    # the MFU of an FP8 plan is over the BF16 peak (the convention reports quote), and says so
+    code, out, _ = run(capsys, "train", "llama3_70b_h100_64")
+    mfu = [ln for ln in out.splitlines() if ln.startswith("MFU")][0]
+    assert code == 0 and mfu.endswith("% of the BF16 peak")
+    spec = tr.load_plan("llama3_70b_h100_64")
+    b = tr.step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
+    assert b.tflops_per_gpu * 1e12 / spec.hardware.peak_flop_per_s == pytest.approx(b.mfu, rel=1e-12)
+    assert spec.hardware.peak_flop_per_s == pytest.approx(989e12, rel=0.01)  # H100 SXM dense BF16
 
 
 def test_train_states_the_linearity_caveat_with_a_linearity(capsys):

@@ -118,8 +118,8 @@ def run(args) -> int:
     print(c.table([
         ("tokens/s", f"{o['tokens_per_s']:.4g}"),
         ("tokens/s per card", f"{o['tokens_per_s_per_card']:.4g}"),
-        ("MFU", c.pct(o["mfu"])),
-        ("HFU", c.pct(o["hfu"])),
+        ("MFU", c.pct(o["mfu"]) + (" of the BF16 peak" if tr.Precision(plan.precision) is tr.Precision.FP8 else "")),
+        ("HFU", c.pct(o["hfu"]) + (" of the BF16 peak" if tr.Precision(plan.precision) is tr.Precision.FP8 else "")),
         ("pipeline bubble", c.pct(o["pipeline_bubble_fraction"]) + " of compute + bubble"),
         ("memory per card", f"{o['memory_bytes'] / 2**30:.1f} GiB of {usable / 2**30:.1f} GiB usable"
          + ("" if o["fits"] else _over(o["memory_bytes"], usable, spec.hardware.hbm_bytes))),

@@ -74,8 +74,8 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
 
 Memory per rank: module ``_memory`` (a number and ``fits``, never an error).
 
-Outputs: tokens per second; MFU in the PaLM convention (:math:`6N` + attention without
-the mask), with causal attention (``mfu_causal``), :math:`6N` alone (``mfu_6n``) and
+Outputs: tokens per second; MFU (over the dense BF16 peak, FP8 plans too, as reports
+quote it) in the PaLM convention (:math:`6N` + attention without the mask), with causal attention (``mfu_causal``), :math:`6N` alone (``mfu_6n``) and
 Megatron-LM's recomputation form (``mfu_megatron``, 4 x forward); HFU with the FLOPs the
 plan computes; TFLOP/s per GPU in the PaLM and Megatron conventions.
 """
