@@ -733,3 +733,30 @@ def test_plan_refusals_say_why(capsys):
                        "--global-batch", "8")
     tiled = int(err.split(" candidates ")[1].split(" split")[0])
     assert code == 2 and tiled > 0 and "0 of them fit in memory" in err  # 70B on one node: over the HBM
+
+
+def test_plan_holds_the_plan_files_numerics(capsys):
+    """The search holds the plan file's precision and formats (here FP8 GEMMs, BF16
+    gradients): its ranking of the file's own plan equals markovsim train's step time
+    for that plan, which a BF16 search (--precision bf16, or the library's default)
+    does not; the header and the JSON say what was held."""
+    spec = tr.load_plan("llama3_70b_h100_64")
+    got = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "400")
+    assert got["numerics"] == {"precision": "fp8", "fp8_params": False, "attention_kernel": "flash",
+                               "grad_reduce": "bf16", "optimizer_moments": "fp32"}
+    mine = spec.plan.replace(virtual_stages=4)  # the file's v = 5 is not a searched depth; 4 is
+    want = tr.step_time(spec.workload, spec.hardware, mine, efficiency=spec.efficiency).step_time
+    same = [r for r in got["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],
+                                        r["recompute"]) == (4, 1, 1, "interleaved", "none")]
+    assert len(same) == 1 and same[0]["step_time_s"] == pytest.approx(want, rel=1e-9)
+    bf16 = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "400",
+                    "--precision", "bf16")
+    assert bf16["numerics"]["precision"] == "bf16"
+    slow = [r for r in bf16["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],
+                                         r["recompute"]) == (4, 1, 1, "interleaved", "none")]
+    assert slow[0]["step_time_s"] > 1.2 * want
+    code, out, _ = run(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "1")
+    assert code == 0 and "held, not searched: fp8 GEMMs, flash attention, gradients reduced in bf16" in out
+    best = tr.search_plans(spec.workload, spec.hardware, 64, global_batch=128, efficiency=spec.efficiency,
+                           numerics=spec.plan)
+    assert best.plan.precision is tr.Precision.FP8 and best.plan.grad_reduce is tr.Precision.BF16

@@ -18,6 +18,7 @@ _FILTERS = ("tp", "pp", "ep", "cp", "zero")
 #: by tests/test_speed_paths.py; written out so that building the parser imports no domain package)
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe")
 RECOMPUTES = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp8")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -29,8 +30,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
             and evaluated in one vectorised pass (markovsim.training.candidate_plans and
             evaluate_plans, the search behind markovsim.training.search_plans); the k fastest
             that pass the filters are listed. Workload, hardware, cards, global batch and
-            efficiency come from a plan file, or from the options. --plot draws the step time
-            of the k plans."""),
+            efficiency come from a plan file, or from the options. The numerics are held, not
+            searched: GEMM precision, FP8 weights, attention kernel and the gradient and
+            Adam-moment formats are the plan file's (--precision changes the first), else
+            BF16 with flash attention and FP32 gradients and moments. --plot draws the step
+            time of the k plans."""),
         epilog="example: markovsim plan pangu_ultra_135b_8k --top 5 --schedule interleaved")
     p.add_argument("model", metavar="PLAN.toml", nargs="?",
                    help="a plan file (or bare name in models/plans/) whose workload, hardware, cards, "
@@ -46,6 +50,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="keep only these recomputation settings (repeatable)")
     for name in _FILTERS:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
+    p.add_argument("--precision", choices=PRECISIONS,
+                   help="GEMM precision of every candidate (default: the plan file's, else bf16)")
     p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
     p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")
     c.add_common(p)
@@ -73,7 +79,18 @@ def _inputs(args):
     cards = pick(args.cards, lambda s: s.plan.world_size, int, "cards")
     batch = pick(args.global_batch, lambda s: s.plan.global_batch, int, "global_batch")
     efficiency = spec.efficiency if spec is not None else tr.Efficiency()
-    return workload, hardware, cards, batch, efficiency, changes
+    numerics = spec.plan if spec is not None else tr.Plan(tp=1, pp=1, dp=1, global_batch=1)  # the defaults
+    if args.precision is not None:
+        numerics = numerics.replace(precision=tr.Precision(args.precision),
+                                    fp8_params=numerics.fp8_params and args.precision == "fp8")
+    return workload, hardware, cards, batch, efficiency, changes, numerics
+
+
+def _numerics_text(numerics) -> str:
+    n = tr.plan_numerics(numerics)
+    return (f"{tr.Precision(n['precision']).value} GEMMs" + (" with FP8 weights" if n["fp8_params"] else "")
+            + f", {tr.AttentionKernel(n['attention_kernel']).value} attention, gradients reduced in "
+            f"{tr.Precision(n['grad_reduce']).value}, Adam moments in {tr.Precision(n['optimizer_moments']).value}")
 
 
 def run(args) -> int:
@@ -84,8 +101,9 @@ def run(args) -> int:
         if want is not None and want > most:
             raise SpecError(f"--{name} {want}: larger than --{limit.replace('_', '-')} {most}, the largest the search "
                             f"tries; expected --{name} <= {most} (or give --{limit.replace('_', '-')} {want})")
-    workload, hardware, cards, batch, efficiency, changes = _inputs(args)
-    plans, ok = tr.candidate_plans(workload, cards, global_batch=batch, max_tp=args.max_tp, max_pp=args.max_pp)
+    workload, hardware, cards, batch, efficiency, changes, numerics = _inputs(args)
+    plans, ok = tr.candidate_plans(workload, cards, global_batch=batch, max_tp=args.max_tp, max_pp=args.max_pp,
+                                   numerics=numerics)
     out = {k: np.asarray(v) for k, v in tr.evaluate_plans(workload, hardware, plans, efficiency=efficiency).items()}
     keep = ok & out["fits"].astype(bool)
     valid, tiled = int(keep.sum()), int(np.asarray(ok).sum())
@@ -103,6 +121,7 @@ def run(args) -> int:
                         f"filters (of {np.asarray(ok).size} candidates {tiled} split the cards, the layers and the "
                         f"global batch validly, {valid} of them fit in memory)")
     best = index[np.argsort(out["step_time"][index], kind="stable")][: args.top]
+    caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     rows = [_row(plans, out, i) for i in best]
     if args.csv:
         c.write_csv(args.csv, tuple(rows[0]), [tuple(r.values()) for r in rows], force=args.force)
@@ -118,11 +137,13 @@ def run(args) -> int:
     if args.json:
         c.print_json({"command": "plan", "workload": workload.name, "hardware": hardware.name, "cards": cards,
                       "global_batch": batch, "overrides": [x.text for x in changes],
+                      "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
-                      "caveats": tr.plan_caveats(workload)})
+                      "caveats": caveats})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
+    print(f"held, not searched: {_numerics_text(numerics)}")
     print()
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")
@@ -130,7 +151,7 @@ def run(args) -> int:
                                                 "schedule")), _recompute(r),
              f"{r['step_time_s']:.4f}", c.pct(r["mfu"]), f"{r['memory_bytes'] / 2**30:.1f}") for k, r in enumerate(rows)]
     print(c.table(body, head, right=(0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13)))
-    for note in tr.plan_caveats(workload):
+    for note in caveats:
         print(f"\ncaveat: {note}")
     return 0
 

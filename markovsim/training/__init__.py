@@ -90,7 +90,7 @@ from ._calibrate import (
     runs_from_cases as runs_from_cases,
 )
 from ._search import SearchResult as SearchResult, candidate_plans as candidate_plans, search_plans as search_plans, \
-    plan_modules as plan_modules
+    plan_modules as plan_modules, plan_numerics as plan_numerics, NUMERICS as NUMERICS
 from ._straggler import (
     SlowNodes as SlowNodes,
     expected_max_standard_normal as expected_max_standard_normal,
@@ -134,7 +134,7 @@ __all__ = [
     "BatchRule", "FixedGlobalBatch", "FixedReplicaBatch", "GlobalBatches", "LinearityBand",
     "Scaling", "ScalingCurve", "effective_throughput", "linearity", "linearity_band", "scale_plan",
     "scaling_curve",
-    "SearchResult", "candidate_plans", "search_plans", "plan_modules",
+    "SearchResult", "candidate_plans", "search_plans", "plan_modules", "plan_numerics", "NUMERICS",
     "SlowNodes", "expected_max_standard_normal", "slow_node_probability", "straggler_delay",
     "adapt_expert_gain", "adapt_pack_gain", "adapt_sr_effect", "expert_imbalance",
     "implied_exposed_share", "pipeline_makespans",

@@ -73,11 +73,12 @@ LINEARITY_CAVEAT = ("linearity: on 90 published scale-ups (MegaScale, MT-NLG, Ll
                     "(docs/background/scaling.md)")
 
 
-def plan_caveats(spec: "PlanSpec | Workload") -> list[str]:
+def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
     when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the
-    :class:`~markovsim.training.Workload` alone (a plan search). A mixture-of-experts
-    workload gets :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
+    :class:`~markovsim.training.Workload` alone (a plan search, with the ``hardware`` and
+    the ``precision`` it holds, when known). A mixture-of-experts workload gets
+    :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
     :data:`FP8_WITHOUT_PEAK_CAVEAT`.
 
     >>> from markovsim.training import load_plan
@@ -91,9 +92,11 @@ def plan_caveats(spec: "PlanSpec | Workload") -> list[str]:
     else:
         raise InvalidParameterError(f"spec={spec!r}: expected a PlanSpec (load_plan) or a Workload")
     notes = [MOE_CAVEAT] if workload.moe is not None else []
-    if (isinstance(spec, PlanSpec) and Precision(spec.plan.precision) is Precision.FP8
-            and spec.hardware.peak_fp8_flop_per_s is None):
-        notes.append(FP8_WITHOUT_PEAK_CAVEAT.format(name=spec.hardware.name))
+    if isinstance(spec, PlanSpec):
+        hardware, precision = spec.hardware, spec.plan.precision
+    if (hardware is not None and precision is not None and Precision(precision) is Precision.FP8
+            and hardware.peak_fp8_flop_per_s is None):
+        notes.append(FP8_WITHOUT_PEAK_CAVEAT.format(name=hardware.name))
     return notes
 
 

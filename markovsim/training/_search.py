@@ -7,6 +7,11 @@ share of each pipeline chunk's layers, ``partial_recompute``; for MLA and MoE wo
 the selective module sets NVIDIA's recipes use, :data:`SEARCH_MODULES`) and schedule. Validity (the rules of
 :func:`validate_plan`, the schedule's domain, and the HBM limit) is a mask computed with
 numpy and the kernel; the best plan is the valid one with the shortest step.
+
+The plan's numerics are not searched but held: GEMM precision, FP8 weights, the attention
+kernel, and the formats of the gradient reduction and the Adam moments are those of
+``numerics`` (a :class:`Plan`, e.g. the plan file's), by default BF16 GEMMs with BF16
+weights, flash attention, FP32 gradient reduction and FP32 moments (:data:`NUMERICS`).
 """
 
 from __future__ import annotations
@@ -18,12 +23,32 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
-from ._plan import LayerSplit, Plan
+from ._plan import AttentionKernel, LayerSplit, Plan, Precision
 from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
     kernel_constants, module_flags
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES"]
+__all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES", "NUMERICS",
+           "plan_numerics"]
+
+#: the plan fields the search holds at one value rather than exploring (its numerics)
+NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments")
+
+
+def plan_numerics(plan: Plan | None) -> dict:
+    """``{field: value}`` of :data:`NUMERICS` of ``plan`` (the defaults of :class:`Plan` for
+    ``None``), the values the search holds."""
+    p = Plan(tp=1, pp=1, dp=1, global_batch=1) if plan is None else plan  # the defaults
+    return {name: getattr(p, name) for name in NUMERICS}
+
+
+def _numerics_arrays(numerics: dict, shape) -> dict:
+    """The kernel's arrays for the held numerics (see :func:`evaluate_plans`)."""
+    return dict(fp8=np.full(shape, float(Precision(numerics["precision"]) is Precision.FP8)),
+                fp8_params=np.full(shape, float(bool(numerics["fp8_params"]))),
+                attn=np.full(shape, float(AttentionKernel(numerics["attention_kernel"]) is AttentionKernel.UNFUSED)),
+                grad_bytes=np.full(shape, Precision(numerics["grad_reduce"]).bytes),
+                opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes))
 
 _SCHEDULES = list(SCHEDULE_CODES)
 # the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is
@@ -57,13 +82,18 @@ class SearchResult:
 def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp: int = 8,
                     max_pp: int = 64, virtual_stages=(1, 2, 3, 4, 6, 8), context_parallel=(1, 2),
                     micro_batches=(1, 2, 4), zero_stages=(0, 1, 2, 3),
-                    partial_recompute=(0.5,)) -> tuple[dict, np.ndarray]:
+                    partial_recompute=(0.5,), numerics: Plan | None = None) -> tuple[dict, np.ndarray]:
     """All combinations as arrays, and the mask of those that obey the divisibility and
     schedule rules (memory is checked by the kernel). ``partial_recompute``: shares of each
     pipeline chunk's layers recomputed in full (Megatron-core's block method; rounded to
     whole layers, at least one and one fewer than the chunk holds), each one more mode
-    beside none, selective and full."""
+    beside none, selective and full. ``numerics``: the plan whose precision, FP8 weights,
+    attention kernel and gradient and moment formats every candidate takes
+    (:data:`NUMERICS`; default BF16, flash attention, FP32 gradients and moments)."""
     w = workload.validate()
+    if numerics is not None and not isinstance(numerics, Plan):
+        raise InvalidParameterError(f"numerics={numerics!r}: expected a Plan (its precision and formats) or None")
+    held = plan_numerics(numerics)
     try:
         shares = tuple(float(x) for x in partial_recompute)
     except (TypeError, ValueError):
@@ -118,21 +148,23 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
     uneven = (w.layers % (pp * v) != 0).astype(int)
     plans = dict(tp=tp, pp=pp, dp=np.maximum(dp, 1), ep=ep, cp=cp, v=v, mb=mb,
                  gbs=np.full_like(tp, gbs), zero=zero, sp=(tp > 1).astype(int), sched=sched, rec=rec,
-                 rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), attn=np.zeros(tp.shape),
-                 fp8=np.zeros(tp.shape),
-                 grad_bytes=np.full(tp.shape, 4.0), shard=np.zeros(tp.shape), **module_arrays)
+                 rec_layers=rec_layers, uneven=uneven, straggler=np.zeros(tp.shape), shard=np.zeros(tp.shape),
+                 **_numerics_arrays(held, tp.shape), **module_arrays)
     return plans, ok
 
 
 def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_batch: int,
-                 efficiency: Efficiency = Efficiency(), max_tp: int = 8, max_pp: int = 64) -> SearchResult:
+                 efficiency: Efficiency = Efficiency(), max_tp: int = 8, max_pp: int = 64,
+                 numerics: Plan | None = None) -> SearchResult:
     """The fastest valid plan for ``workload`` on ``cards`` accelerators under the HBM
-    limit, at ``global_batch`` sequences per step.
+    limit, at ``global_batch`` sequences per step, with the precision and formats of
+    ``numerics`` (:func:`candidate_plans`); the plan returned carries them.
 
     Raises:
         InvalidParameterError: when no candidate is valid and fits in memory.
     """
-    plans, ok = candidate_plans(workload, cards, global_batch=global_batch, max_tp=max_tp, max_pp=max_pp)
+    plans, ok = candidate_plans(workload, cards, global_batch=global_batch, max_tp=max_tp, max_pp=max_pp,
+                                numerics=numerics)
     out = evaluate_plans(workload, hardware, plans, efficiency=efficiency)
     fits = np.asarray(out["fits"])
     step = np.where(ok & fits, np.asarray(out["step_time"]), np.inf)
@@ -147,6 +179,7 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                 sequence_parallel=bool(plans["sp"][i]), schedule=_SCHEDULES[int(plans["sched"][i])],
                 recompute=_RECOMPUTES[int(plans["rec"][i])], recompute_layers=int(plans["rec_layers"][i]),
                 recompute_modules=plan_modules(plans, i),
-                layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN)
+                layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN,
+                **plan_numerics(numerics))
     c = kernel_constants(workload, hardware, efficiency)
     return SearchResult(plan, breakdown_from(out, c, plans["straggler"], i), int(ok.size), int((ok & fits).sum()))
