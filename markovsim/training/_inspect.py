@@ -48,7 +48,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     (True, True)
     """
     eff = Efficiency() if efficiency is None else efficiency
-    validate_plan(workload, plan)
+    plan = validate_plan(workload, plan)
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
     sh = stage_shares(c, q, np)
@@ -92,7 +92,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
     Raises:
         InvalidParameterError: the hardware has no fitted kernel model, or a bad plan.
     """
-    validate_plan(workload, plan)
+    plan = validate_plan(workload, plan)
     if hardware.kernels is None:
         raise InvalidParameterError(
             f"{hardware.name}: no fitted kernel model ([kernels] in its file): the operator table "

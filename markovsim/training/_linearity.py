@@ -253,7 +253,7 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
         g = _global_batch(rule, plan, p.dp, i, len(cards))
         p = p.replace(global_batch=g)
         try:
-            validate_plan(workload, p, world_size=n)
+            p = validate_plan(workload, p, world_size=n)
         except InvalidParameterError as e:
             # say which size of the curve, and under which batch rule, the plan breaks
             raise InvalidParameterError(f"cards={n} (dp={p.dp}, global batch {g} under {_describe(rule)}): {e}") from None

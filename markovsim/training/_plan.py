@@ -141,6 +141,36 @@ def _check_modules(w: Workload, modules) -> None:
                 f"plan.recompute_modules: 'shared_experts' needs shared experts ({w.name} has none)")
 
 
+#: the plan's integer fields and its fields that name a member of an enumeration
+_INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp", "zero_stage",
+             "zero_shard_group", "recompute_layers", "offload_layers")
+_MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
+            "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision}
+
+
+def _normalised(plan: Plan) -> Plan:
+    """``plan`` with its integer fields as ``int`` and its named choices as enumeration
+    members; a string where a number belongs, a fractional degree or an unknown choice is
+    refused naming the field (not a ``TypeError`` or ``ValueError`` from deep inside)."""
+    changes = {}
+    for name in _INTEGERS:
+        value = getattr(plan, name)
+        if isinstance(value, str):
+            raise InvalidParameterError(f"plan.{name}={value!r}: expected an integer, got a string")
+        changes[name] = check_integer(f"plan.{name}", value)
+    for name, kind in _MEMBERS.items():
+        value = getattr(plan, name)
+        if not isinstance(value, kind):
+            try:
+                value = kind(str(value).lower())
+            except ValueError:
+                raise InvalidParameterError(
+                    f"plan.{name}={value!r}: expected one of {', '.join(repr(m.value) for m in kind)}") from None
+        changes[name] = value
+    changes["schedule"] = _schedule(plan.schedule)
+    return plan.replace(**changes)
+
+
 def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = None) -> Plan:
     """Check that ``plan`` can run ``workload``; raise naming the violated constraint.
 
@@ -153,6 +183,9 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
     ``world_size`` is given, that the plan tiles it exactly. (Memory is checked by
     :func:`markovsim.training.step_time` against the hardware.)
     """
+    if not isinstance(plan, Plan):
+        raise InvalidParameterError(f"plan={plan!r}: expected a Plan")
+    plan = _normalised(plan)
     for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp"):
         check_integer(f"plan.{name}", getattr(plan, name), minimum=1)
     z = check_integer("plan.zero_stage", plan.zero_stage, minimum=0)

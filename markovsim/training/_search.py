@@ -38,6 +38,8 @@ NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optim
 def plan_numerics(plan: Plan | None) -> dict:
     """``{field: value}`` of :data:`NUMERICS` of ``plan`` (the defaults of :class:`Plan` for
     ``None``), the values the search holds."""
+    if plan is not None and not isinstance(plan, Plan):
+        raise InvalidParameterError(f"plan={plan!r}: expected a Plan (its precision and formats) or None")
     p = Plan(tp=1, pp=1, dp=1, global_batch=1) if plan is None else plan  # the defaults
     return {name: getattr(p, name) for name in NUMERICS}
 

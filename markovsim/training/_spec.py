@@ -234,7 +234,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
     t.finish()
     from ._plan import validate_plan
 
-    validate_plan(workload, plan)
+    plan = validate_plan(workload, plan)
     return PlanSpec(name, workload, hardware, plan, eff)
 
 

@@ -529,7 +529,7 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
         InvalidParameterError: a plan that breaks a divisibility rule, or hardware without
             a kernel model and no ``efficiency.compute``.
     """
-    validate_plan(workload, plan, world_size=world_size)
+    plan = validate_plan(workload, plan, world_size=world_size)
     check_offload(hardware, plan)
     check_nonnegative("straggler_s", straggler_s, unit="s")
     c = kernel_constants(workload, hardware, efficiency)

@@ -149,6 +149,7 @@ _GOOD_FOR: dict[str, dict[str, Callable[[], Any]]] = {
     "markovsim.training.memory_breakdown": {"plan": lambda: plan_spec().plan},
     "markovsim.training.operator_table": {"plan": lambda: plan_spec().plan},
     "markovsim.training.step_time": {"plan": lambda: plan_spec().plan},
+    "markovsim.training.plan_numerics": {"plan": lambda: plan_spec().plan},
     "markovsim.training.scale_plan": {"plan": lambda: plan_spec().plan, "cards": lambda: 128},
     "markovsim.training.pipeline_makespans": {"work": lambda: np.ones((4, 8))},
     "markovsim.availability.build_model": {"plan": lambda: _av().load_recovery("gpu_checkpoint_only")},

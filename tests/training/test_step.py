@@ -247,3 +247,24 @@ def test_sequence_parallelism_needs_a_sequence_that_splits_over_tp():
     tp, cp = plans["tp"][ok], plans["cp"][ok]
     assert ok.any() and not np.any((tp > 1) & ((8190 // cp) % tp != 0))
     assert np.any((tp == 2) & (cp == 1)) and not np.any((tp > 1) & (cp == 2))
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"tp": "4"}, r"^plan.tp='4': expected an integer, got a string$"),
+    ({"micro_batch": 1.5}, r"^plan.micro_batch=1.5: expected an integer$"),
+    ({"precision": "fp16"}, r"^plan.precision='fp16': expected one of 'bf16', 'fp8', 'fp32'$"),
+    ({"recompute": "some"}, r"^plan.recompute='some': expected one of 'none', 'selective', 'full'"),
+    ({"attention_kernel": "fast"}, r"^plan.attention_kernel='fast': expected one of"),
+    ({"layer_split": 3}, r"^plan.layer_split=3: expected one of 'even', 'uneven'$"),
+])
+def test_a_plan_built_in_python_is_checked_field_by_field(change, match):
+    """A Plan built in a notebook can hold anything: a string where a degree belongs used to
+    surface as "unsupported operand type(s) for %" and an unknown precision as a bare
+    ValueError. Each is refused naming the field; a whole-number float and a choice given
+    as its string are read as the plan file would read them (the same step)."""
+    s = load_plan("llama3_70b_h100_64")
+    with pytest.raises(markovsim.MarkovsimError, match=match):
+        step_time(s.workload, s.hardware, s.plan.replace(**change), efficiency=s.efficiency)
+    want = step_time(s.workload, s.hardware, s.plan, efficiency=s.efficiency).step_time
+    loose = s.plan.replace(tp=4.0, precision="fp8", recompute="none", schedule="interleaved")
+    assert step_time(s.workload, s.hardware, loose, efficiency=s.efficiency).step_time == pytest.approx(want, rel=1e-15)
