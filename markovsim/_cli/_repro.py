@@ -53,7 +53,9 @@ def run(args) -> int:
 
 #: the shipped case suites that ``markovsim repro all`` runs and reports: (file, title)
 VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (issue 12)"),
-                     ("tpu_training_runs.toml", "published TPU v5p and v5e training runs (MaxText)"))
+                     ("tpu_training_runs.toml", "published TPU v5p and v5e training runs (MaxText)"),
+                     ("mpt_training_runs.toml", "published MPT training runs (MosaicML llm-foundry, PyTorch FSDP; "
+                                                "never calibrated on)"))
 
 
 def _validations(out: Path) -> list:

@@ -32,6 +32,7 @@ from ._pipeline import (
     simulate_pipeline as simulate_pipeline,
 )
 from ._plan import (
+    FLASH1_SPEED as FLASH1_SPEED,
     AttentionKernel as AttentionKernel,
     LayerSplit as LayerSplit,
     Plan as Plan,
@@ -125,7 +126,7 @@ __all__ = [
     "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
-    "AttentionKernel", "LayerSplit", "Plan", "Precision", "validate_plan",
+    "AttentionKernel", "FLASH1_SPEED", "LayerSplit", "Plan", "Precision", "validate_plan",
     "MemoryBreakdown", "memory_breakdown", "Operator", "operator_table",
     "PlanSpec", "load_hardware", "load_plan", "load_workload",
     "RECOMPUTE_CODES", "SCHEDULE_CODES", "StepBreakdown", "evaluate_plans", "step_time",

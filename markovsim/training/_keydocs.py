@@ -98,7 +98,8 @@ KEY_DOCS = {
         "optimizer_moments": "number format of Adam's two moments (fp32: 12 bytes of optimizer state per "
                              "parameter with the FP32 master weights; bf16: 8)",
         "layer_split": "how layers are cut into pipeline chunks",
-        "attention_kernel": "fused (flash) or unfused attention",
+        "attention_kernel": ("fused attention (flash: FlashAttention-2 or later; flash1: FlashAttention v1 or its "
+                             "Triton port, at half the speed) or unfused"),
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",
         "grad_reduce": "number format of the gradient reduction",
         "efficiency": "achievable fractions of peak and communication overlap",

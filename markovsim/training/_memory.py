@@ -80,7 +80,7 @@ def activation_bytes_per_layer(c, q, xp):
     T = b * s / cp
     nq, nkv, dqk, dv = c["heads"], c["kv_heads"], c["d_qk"], c["d_v"]
     drop = c["dropout"]
-    flash = q["attn"] == 0
+    flash = q["attn"] != 1  # flash and flash1 (ATTENTION_CODES): scores never in HBM
     scores = xp.where(flash, 4.0 * nq / s, nq * (2.0 + 3.0 * drop)) * s
     attn_sharded = 2 * nq * dqk + 2 * nkv * (dqk + dv) + 2 * nq * dv + scores
     replicated = h * (2.0 + 4.0 + 2.0 + 2.0 * drop)  # QKV input, norm inputs, MLP input, masks

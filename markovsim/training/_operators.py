@@ -67,8 +67,11 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import AttentionKernel, Plan, Precision, validate_plan
+from ._plan import FLASH1_SPEED, AttentionKernel, Plan, Precision, validate_plan
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
+
+#: the attention kernel codes of the plan arrays (``attn``): flash 0, unfused 1, flash1 2
+ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
 
@@ -196,14 +199,16 @@ def _attention_core(c, q, xp):
     sq = s / cp
     flops = 2.0 * b * sq * s * heads * (c["d_qk"] + c["d_v"])
     # the fused kernel skips masked blocks: c["attn_keys"] keys per query of the s
-    flash = flops * (c["attn_keys"] / s) / (c["peak"] * c["e_attn"])
+    # a first-generation kernel (flash1) runs at FLASH1_SPEED of the preset's flash fraction
+    speed = xp.where(q["attn"] == ATTENTION_CODES[AttentionKernel.FLASH1], FLASH1_SPEED, 1.0)
+    flash = flops * (c["attn_keys"] / s) / (c["peak"] * c["e_attn"] * speed)
     count = b * heads
     unfused = (_gemm_time(sq, s, c["d_qk"], count, c["peak"], c, _BF16)
                + _gemm_time(sq, c["d_v"], s, count, c["peak"], c, _BF16))
     scores = b * heads * sq * s
     fwd_bytes = scores * (4.0 + 5.0 * c["dropout"])
     bwd_bytes = scores * (6.0 + 5.0 * c["dropout"])
-    is_flash = q["attn"] == 0
+    is_flash = q["attn"] != ATTENTION_CODES[AttentionKernel.UNFUSED]
     fwd = xp.where(is_flash, flash, unfused + fwd_bytes / c["mem_bw"])
     bwd = xp.where(is_flash, 2.0 * flash, 2.0 * unfused + bwd_bytes / c["mem_bw"])
     return fwd, bwd
@@ -257,7 +262,7 @@ def layer_times(c, q, xp):
     bw = c["mem_bw"]
     # selective-op: the attention kernel's output is saved (an unfused core is not: its
     # softmax and batched products are recomputed); every element-wise operator is recomputed
-    op_attn = op_gemm["attn"] + (common + op_casts["attn"]) / bw + xp.where(q["attn"] == 0, 0.0, core_f)
+    op_attn = op_gemm["attn"] + (common + op_casts["attn"]) / bw + xp.where(q["attn"] != ATTENTION_CODES[AttentionKernel.UNFUSED], 0.0, core_f)
     op_dense = op_gemm["dense"] + (dense_b + op_casts["dense"]) / bw
     op_moe = op_gemm["moe"] + (moe_b + op_casts["moe"]) / bw
     attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw
@@ -313,6 +318,4 @@ def kernel_model_constants(hardware: Hardware, kernels: KernelModel) -> dict:
     )
 
 
-# kept for the docs: the attention kernel and precision codes of the plan arrays
-ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}
 PRECISION_CODES = {p: i for i, p in enumerate(Precision)}

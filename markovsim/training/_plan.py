@@ -17,16 +17,29 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Precision", "RECOMPUTE_MODULES", "validate_plan"]
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "Precision", "RECOMPUTE_MODULES", "validate_plan"]
 
 
 class AttentionKernel(enum.Enum):
     """How attention is computed: ``flash`` (fused, scores never in HBM, causal blocks
-    skipped) or ``unfused`` (score matrix materialised; softmax, mask and dropout as
-    memory-bound kernels, the Megatron-LM of 2021-2023 without ``--use-flash-attn``)."""
+    skipped; FlashAttention-2 and later kernels, at the hardware preset's
+    ``attention_peak_fraction``), ``flash1`` (the same algorithm in a first-generation
+    kernel: FlashAttention v1 or its Triton port, 2022-2023, e.g. MPT's
+    ``attn_impl = 'triton'``; at :data:`FLASH1_SPEED` of the preset's fraction) or
+    ``unfused`` (score matrix materialised; softmax, mask and dropout as memory-bound
+    kernels, the Megatron-LM of 2021-2023 without ``--use-flash-attn``)."""
 
     FLASH = "flash"
     UNFUSED = "unfused"
+    FLASH1 = "flash1"
+
+
+#: Speed of a first-generation fused attention kernel (``flash1``) relative to the preset's
+#: ``flash`` fraction: Dao 2023, FlashAttention-2 (arXiv 2307.08691) abstract: FlashAttention
+#: reaches "only 25-40 %" of the A100's peak, FlashAttention-2 "around 2x" that, 50-73 %
+#: (the presets take the low end, 0.5; 0.25 / 0.5 = 0.5). A measured ratio on the A100, applied
+#: to every preset (an assumption beyond the A100).
+FLASH1_SPEED = 0.5
 
 
 class Precision(enum.Enum):

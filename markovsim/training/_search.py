@@ -24,6 +24,7 @@ from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision
+from ._operators import ATTENTION_CODES
 from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
     kernel_constants, module_flags
 from ._workload import Attention, Recompute, Workload
@@ -48,7 +49,7 @@ def _numerics_arrays(numerics: dict, shape) -> dict:
     """The kernel's arrays for the held numerics (see :func:`evaluate_plans`)."""
     return dict(fp8=np.full(shape, float(Precision(numerics["precision"]) is Precision.FP8)),
                 fp8_params=np.full(shape, float(bool(numerics["fp8_params"]))),
-                attn=np.full(shape, float(AttentionKernel(numerics["attention_kernel"]) is AttentionKernel.UNFUSED)),
+                attn=np.full(shape, float(ATTENTION_CODES[AttentionKernel(numerics["attention_kernel"])])),
                 grad_bytes=np.full(shape, Precision(numerics["grad_reduce"]).bytes),
                 opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes))
 

@@ -92,7 +92,7 @@ from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
 from ._memory import blended_activation_bytes, in_flight, state_bytes, zero_group
-from ._operators import kernel_model_constants, layer_times, workload_operator_constants
+from ._operators import ATTENTION_CODES, kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
@@ -498,7 +498,7 @@ def _plan_arrays(plan: Plan, straggler: float) -> dict:
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
                 offload=plan.offload_layers, fp8_params=int(bool(plan.fp8_params)),
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
-                attn=int(AttentionKernel(plan.attention_kernel) is AttentionKernel.UNFUSED),
+                attn=ATTENTION_CODES[AttentionKernel(plan.attention_kernel)],
                 fp8=int(Precision(plan.precision) is Precision.FP8),
                 grad_bytes=Precision(plan.grad_reduce).bytes, opt_bytes=4.0 + 2.0 * Precision(plan.optimizer_moments).bytes,
                 **module_flags(plan.recompute_modules))

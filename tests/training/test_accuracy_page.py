@@ -11,11 +11,15 @@ from markovsim.training import runs_from_cases
 from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu")]
+SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt")]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
 def _family(case: str) -> str:
+    if case.startswith("MPT "):
+        kind = next(k for k in ("A100 40GB", "A100 80GB", "H100 80GB") if k in case)
+        return (f"{kind}{' ' + case.rsplit(', ', 1)[-1] if kind.startswith('H100') else ''}, MPT (llm-foundry, "
+                f"PyTorch FSDP, Triton flash attention), tokens/s")
     if case.startswith("MegaScale 2024 Table 2"):
         return "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"
     if case.startswith("MegaScale 2024 Figure 9"):
@@ -103,3 +107,16 @@ def test_the_median_verdicts_on_the_page():
         assert f"{said}{lo:.2f}-{hi:.2f} %)" in text, (said, lo, hi)
         assert v["settled"] is False and "neither verdict" in text
         assert ("met on GPUs" if kind == "GPU" else "missed on TPUs") in text and v["met"] is (kind == "GPU")
+
+
+def test_the_mpt_suite_on_the_page():
+    """The never-shown suite's paragraph quotes its current verdict: holdout count, median and
+    interval, rows within tolerance and the maximum, all from validate_cases."""
+    text = " ".join(PAGE.split())
+    report = validate_cases(SUITES[2])
+    rows = [r for r in report.rows if r.role == "holdout"]
+    v = next(t for t in report.target_verdicts() if t["target"] == "median")
+    lo, hi = (100 * x for x in v["interval"])
+    said = (f"the {len(rows)} MPT holdout outputs give {100 * v['measured']:.2f} % ({lo:.2f}-{hi:.2f} %), "
+            f"{sum(r.passed for r in rows)} within 10 %, max {100 * max(abs(r.error) for r in rows):.2f} %")
+    assert said in text, said

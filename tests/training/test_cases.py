@@ -104,3 +104,31 @@ def test_the_linearity_caveat_states_what_the_suites_measure():
                  f"largest gap {max(abs(g) for g in every):.1f} points",
                  f"higher in {sum(g > 0 for g in gpu)} of {len(gpu)}"):
         assert said in LINEARITY_CAVEAT, said
+
+
+def test_the_mpt_suite_is_held_out_and_its_transcription_checks():
+    """The MPT suite (MosaicML llm-foundry's benchmark tables) holds only holdout rows, each
+    judged on the tokens per second per GPU it reports; the MFU quoted in each row's source
+    is recomputed from that throughput with the README's own formula (6 x parameters,
+    learned position embedding included, + 12 x layers x d_model x sequence per token, over
+    312 / 989 / 1979 TFLOP/s): a mistyped throughput, shape or batch would break it."""
+    import re
+    import tomllib
+    mpt = SUITE.parent / "mpt_training_runs.toml"
+    cases = tomllib.loads(mpt.read_text())["case"]
+    assert len(cases) == 201 and {c["role"] for c in cases} == {"holdout"}
+    peaks = {"a100_sxm_80gb": 312e12, "a100_sxm_40gb": 312e12, "h100_sxm": 989e12}
+    for c in cases:
+        w, tput = c["workload"], c["expect"]["tokens_per_s_per_card"]
+        assert set(c["expect"]) == {"tokens_per_s_per_card"}
+        d, layers, s = w["hidden"], w["layers"], w["seq_len"]
+        params = w["vocab"] * d + layers * 12 * d * d + s * d
+        peak = 1979e12 if c["precision"] == "fp8" else peaks[c["hardware"]]
+        mfu = (6 * params + 12 * layers * d * s) * tput / peak
+        quoted = float(re.search(r"MFU ([0-9.]+) %", c["source"]).group(1)) / 100
+        assert mfu == pytest.approx(quoted, rel=0.02), c["name"]
+        gpus, mb, accum, gbs = map(int, re.search(r"(\d+) GPUs, MicroBatchSize (\d+), GradAccum (\d+), "
+                                                  r"GlobalBatchSize (\d+)", c["source"]).groups())
+        assert (c["dp"], c["micro_batch"], c["global_batch"]) == (gpus, mb, gbs) == (gpus, mb, mb * accum * gpus)
+    report = validate_cases(mpt)
+    assert len(report.rows) == 201 and all(np.isfinite(r.predicted) and r.role == "holdout" for r in report.rows)

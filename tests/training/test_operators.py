@@ -291,3 +291,29 @@ def test_the_operator_table_adds_up_for_a_mixture_of_experts(precision, shared):
         r.name for r in rows if r.shape is not None}
     want = w.layers * attn + (w.layers - w.moe_layers) * dense + w.moe_layers * moe + head
     assert step_time(w, HW, plan).compute == pytest.approx(want, rel=1e-12)
+
+
+def test_a_first_generation_flash_kernel_takes_twice_the_attention_core_and_nothing_else():
+    """flash1 (FlashAttention v1 or its Triton port) runs the fused algorithm at FLASH1_SPEED
+    of the preset's fraction: its attention core is 1 / 0.5 times flash's, every other
+    operator and the activation memory are flash's, and the step grows by exactly the
+    difference of the cores (forward, backward and, with full recomputation, the repeat)."""
+    from markovsim.training import FLASH1_SPEED
+    assert FLASH1_SPEED == 0.5  # Dao 2023 (arXiv 2307.08691) abstract: 25-40 % against 50-73 % of the A100's peak
+    w = dataclasses.replace(LLAMA, seq_len=16384)
+    for recompute, repeats in ((Recompute.NONE, 3), (Recompute.FULL, 4)):
+        plan = Plan(tp=1, pp=1, dp=1, global_batch=1, recompute=recompute)
+        one = _ops(w, plan.replace(attention_kernel=AttentionKernel.FLASH1))
+        two = _ops(w, plan)
+        core1, core2 = one.pop("attention_core"), two.pop("attention_core")
+        assert core1.forward_s == pytest.approx(core1.flops / 2 / (300e12 * 0.5 * FLASH1_SPEED), rel=1e-12)
+        assert core1.backward_s == pytest.approx(2 * core1.forward_s, rel=1e-12)
+        assert {k: (o.forward_s, o.backward_s) for k, o in one.items()} == \
+            {k: (o.forward_s, o.backward_s) for k, o in two.items()}
+        s1 = step_time(w, HW, plan.replace(attention_kernel=AttentionKernel.FLASH1))
+        s2 = step_time(w, HW, plan)
+        # one micro-batch, no pipeline: the step differs by the core's forward repeats x layers
+        want = repeats / 3 * (core1.forward_s + core1.backward_s - core2.forward_s - core2.backward_s) * w.layers
+        assert s1.compute - s2.compute == pytest.approx(want, rel=1e-9)
+        m1 = memory_breakdown(w, HW, plan.replace(attention_kernel=AttentionKernel.FLASH1))
+        assert m1 == memory_breakdown(w, HW, plan)
