@@ -122,6 +122,8 @@ def run(args) -> int:
                         f"global batch validly, {valid} of them fit in memory)")
     best = index[np.argsort(out["step_time"][index], kind="stable")][: args.top]
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
+    caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
+                              float(out["step_time"][best[0]]))
     rows = [_row(plans, out, i) for i in best]
     if args.csv:
         c.write_csv(args.csv, tuple(rows[0]), [tuple(r.values()) for r in rows], force=args.force)
@@ -154,6 +156,21 @@ def run(args) -> int:
     for note in caveats:
         print(f"\ncaveat: {note}")
     return 0
+
+
+def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:
+    """The attention-kernel caveat of ``markovsim train`` for the fastest plan ``i``: its step
+    with the other generation of its fused attention kernel, evaluated here."""
+    from ..training._operators import ATTENTION_CODES
+    from ..training._outputs import attention_kernel_caveat, other_fused_kernel
+
+    other = other_fused_kernel(kernel)
+    if other is None:
+        return []
+    first = {k: np.asarray(v)[i:i + 1] for k, v in plans.items()}
+    first["attn"] = np.full(1, float(ATTENTION_CODES[other]))
+    alt = float(np.asarray(tr.evaluate_plans(workload, hardware, first, efficiency=efficiency)["step_time"])[0])
+    return attention_kernel_caveat(kernel, step_s, alt)
 
 
 def _row(plans: dict, out: dict, i: int) -> dict:

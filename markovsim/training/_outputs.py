@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 
 from .._errors import InvalidParameterError, SolverError
 from .._io import ModelKind, Table
-from ._plan import Precision
+from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
 from ._step import StepBreakdown, step_time
@@ -73,13 +73,32 @@ LINEARITY_CAVEAT = ("linearity: on 90 published scale-ups (MegaScale, MT-NLG, Ll
                     "(docs/background/scaling.md)")
 
 
+#: said when the generation of the fused attention kernel alone moves the step by more than
+#: KERNEL_SENSITIVITY ({now}, {other}: the plan's and the other fused kernel; {change}: the
+#: step's relative change with the other, in per cent)
+ATTENTION_KERNEL_CAVEAT = ("attention kernel: timed as {now}; with {other} this step would change by {change:+.0f} % "
+                           "({seconds:.3g} s against {base:.3g} s). The attention core is a large part of it, so "
+                           "state attention_kernel as the run's software has it: flash for FlashAttention-2 or "
+                           "later (cuDNN, Transformer Engine, PyTorch SDPA), flash1 for FlashAttention v1 or its "
+                           "Triton port (MosaicML's MPT runs at 16K-64K tokens: docs/background/scaling.md)")
+
+#: the step-time change (relative) beyond which the attention-kernel caveat is said: the
+#: validation suites' tolerance
+KERNEL_SENSITIVITY = 0.10
+
+_FUSED = {AttentionKernel.FLASH: "flash (FlashAttention-2 or later)",
+          AttentionKernel.FLASH1: "flash1 (FlashAttention v1 or its Triton port)"}
+
+
 def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) -> list[str]:
     """What the validation says about predictions of this kind of plan, in words (empty
     when nothing is known against it): ``spec`` a :class:`PlanSpec`, or the
     :class:`~markovsim.training.Workload` alone (a plan search, with the ``hardware`` and
     the ``precision`` it holds, when known). A mixture-of-experts workload gets
     :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
-    :data:`FP8_WITHOUT_PEAK_CAVEAT`.
+    :data:`FP8_WITHOUT_PEAK_CAVEAT`; a plan with a fused attention kernel whose step would
+    change by more than :data:`KERNEL_SENSITIVITY` with the other generation of that kernel
+    (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`.
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
@@ -97,7 +116,32 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     if (hardware is not None and precision is not None and Precision(precision) is Precision.FP8
             and hardware.peak_fp8_flop_per_s is None):
         notes.append(FP8_WITHOUT_PEAK_CAVEAT.format(name=hardware.name))
+    if isinstance(spec, PlanSpec) and AttentionKernel(spec.plan.attention_kernel) in _FUSED:
+        other = other_fused_kernel(spec.plan.attention_kernel)
+        base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+        alt = step_time(spec.workload, spec.hardware, spec.plan.replace(attention_kernel=other),
+                        efficiency=spec.efficiency).step_time
+        notes += attention_kernel_caveat(spec.plan.attention_kernel, base, alt)
     return notes
+
+
+def other_fused_kernel(kernel) -> AttentionKernel | None:
+    """The other generation of a fused attention kernel (``flash`` <-> ``flash1``); ``None``
+    for ``unfused``."""
+    now = AttentionKernel(kernel)
+    return next((k for k in _FUSED if k is not now), None) if now in _FUSED else None
+
+
+def attention_kernel_caveat(kernel, base_s: float, other_s: float) -> list[str]:
+    """:data:`ATTENTION_KERNEL_CAVEAT` (in a list) when the step of a plan with the fused
+    attention ``kernel`` (``base_s`` seconds) would be ``other_s`` with the other generation
+    of the kernel and that differs by more than :data:`KERNEL_SENSITIVITY`; else ``[]``."""
+    now = AttentionKernel(kernel)
+    other = other_fused_kernel(now)
+    if other is None or not abs(other_s / base_s - 1) > KERNEL_SENSITIVITY:
+        return []
+    return [ATTENTION_KERNEL_CAVEAT.format(now=_FUSED[now], other=_FUSED[other], change=100 * (other_s / base_s - 1),
+                                           seconds=other_s, base=base_s)]
 
 
 def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict[str, float]:
