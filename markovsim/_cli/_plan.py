@@ -161,7 +161,7 @@ def run(args) -> int:
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:
     """The attention-kernel caveat of ``markovsim train`` for the fastest plan ``i``: its step
     with the other generation of its fused attention kernel, evaluated here."""
-    from ..training._operators import ATTENTION_CODES
+    from ..training._plan import ATTENTION_CODES
     from ..training._outputs import attention_kernel_caveat, other_fused_kernel
 
     other = other_fused_kernel(kernel)

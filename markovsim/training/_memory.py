@@ -65,6 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._pipeline import SCHEDULE_CODES, Schedule
+from ._plan import fused_attention
 from ._workload import Recompute
 
 __all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "in_flight", "state_bytes", "zero_group"]
@@ -80,7 +81,7 @@ def activation_bytes_per_layer(c, q, xp):
     T = b * s / cp
     nq, nkv, dqk, dv = c["heads"], c["kv_heads"], c["d_qk"], c["d_v"]
     drop = c["dropout"]
-    flash = q["attn"] != 1  # flash and flash1 (ATTENTION_CODES): scores never in HBM
+    flash = fused_attention(q)
     scores = xp.where(flash, 4.0 * nq / s, nq * (2.0 + 3.0 * drop)) * s
     attn_sharded = 2 * nq * dqk + 2 * nkv * (dqk + dv) + 2 * nq * dv + scores
     replicated = h * (2.0 + 4.0 + 2.0 + 2.0 * drop)  # QKV input, norm inputs, MLP input, masks

@@ -67,11 +67,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import FLASH1_SPEED, AttentionKernel, Plan, Precision, validate_plan
+from ._plan import (ATTENTION_CODES, FLASH1_SPEED, AttentionKernel, Plan, Precision, fused_attention,
+                    validate_plan)
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
-
-#: the attention kernel codes of the plan arrays (``attn``): flash 0, unfused 1, flash1 2
-ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
 
@@ -208,7 +206,7 @@ def _attention_core(c, q, xp):
     scores = b * heads * sq * s
     fwd_bytes = scores * (4.0 + 5.0 * c["dropout"])
     bwd_bytes = scores * (6.0 + 5.0 * c["dropout"])
-    is_flash = q["attn"] != ATTENTION_CODES[AttentionKernel.UNFUSED]
+    is_flash = fused_attention(q)
     fwd = xp.where(is_flash, flash, unfused + fwd_bytes / c["mem_bw"])
     bwd = xp.where(is_flash, 2.0 * flash, 2.0 * unfused + bwd_bytes / c["mem_bw"])
     return fwd, bwd
@@ -262,7 +260,7 @@ def layer_times(c, q, xp):
     bw = c["mem_bw"]
     # selective-op: the attention kernel's output is saved (an unfused core is not: its
     # softmax and batched products are recomputed); every element-wise operator is recomputed
-    op_attn = op_gemm["attn"] + (common + op_casts["attn"]) / bw + xp.where(q["attn"] != ATTENTION_CODES[AttentionKernel.UNFUSED], 0.0, core_f)
+    op_attn = op_gemm["attn"] + (common + op_casts["attn"]) / bw + xp.where(fused_attention(q), 0.0, core_f)
     op_dense = op_gemm["dense"] + (dense_b + op_casts["dense"]) / bw
     op_moe = op_gemm["moe"] + (moe_b + op_casts["moe"]) / bw
     attn_f = parts["attn"] + core_f + (common + casts["attn"]) / bw

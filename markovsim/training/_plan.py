@@ -41,6 +41,15 @@ class AttentionKernel(enum.Enum):
 #: to every preset (an assumption beyond the A100).
 FLASH1_SPEED = 0.5
 
+#: the attention kernel codes of the plan arrays (``attn``): flash 0, unfused 1, flash1 2
+ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}
+
+
+def fused_attention(q):
+    """Whether each plan of the arrays ``q`` runs a fused kernel (flash or flash1: scores
+    never in HBM), from its ``attn`` code."""
+    return q["attn"] != ATTENTION_CODES[AttentionKernel.UNFUSED]
+
 
 class Precision(enum.Enum):
     """Number format of GEMMs (and of the expert dispatch) or of gradient reduction."""

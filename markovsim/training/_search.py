@@ -23,8 +23,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
-from ._plan import AttentionKernel, LayerSplit, Plan, Precision
-from ._operators import ATTENTION_CODES
+from ._plan import ATTENTION_CODES, AttentionKernel, LayerSplit, Plan, Precision
 from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
     kernel_constants, module_flags
 from ._workload import Attention, Recompute, Workload

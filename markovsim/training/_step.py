@@ -92,9 +92,9 @@ from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
 from ._memory import blended_activation_bytes, in_flight, state_bytes, zero_group
-from ._operators import ATTENTION_CODES, kernel_model_constants, layer_times, workload_operator_constants
+from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
-from ._plan import AttentionKernel, LayerSplit, Plan, Precision, validate_plan
+from ._plan import ATTENTION_CODES, AttentionKernel, LayerSplit, Plan, Precision, validate_plan
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
     module_recompute_flops, parameter_count
 
