@@ -86,11 +86,15 @@ def _inputs(args):
     return workload, hardware, cards, batch, efficiency, changes, numerics
 
 
-def _numerics_text(numerics) -> str:
+def _numerics_text(numerics, workload_moe=None) -> str:
     n = tr.plan_numerics(numerics)
     return (f"{tr.Precision(n['precision']).value} GEMMs" + (" with FP8 weights" if n["fp8_params"] else "")
             + f", {tr.AttentionKernel(n['attention_kernel']).value} attention, gradients reduced in "
-            f"{tr.Precision(n['grad_reduce']).value}, Adam moments in {tr.Precision(n['optimizer_moments']).value}")
+            f"{tr.Precision(n['grad_reduce']).value}, Adam moments in {tr.Precision(n['optimizer_moments']).value}"
+            + ("" if workload_moe is None else
+               f", {tr.EPDispatch(n['ep_dispatch']).value} expert dispatch"
+               + ("" if tr.EPDispatch(n['ep_dispatch']) is tr.EPDispatch.PER_EXPERT else
+                  f" ({tr.ExpertRouting(n['expert_routing']).value} routing)")))
 
 
 def run(args) -> int:
@@ -145,7 +149,7 @@ def run(args) -> int:
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
-    print(f"held, not searched: {_numerics_text(numerics)}")
+    print(f"held, not searched: {_numerics_text(numerics, workload.moe)}")
     print()
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")

@@ -55,7 +55,9 @@ def run(args) -> int:
 VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (issue 12)"),
                      ("tpu_training_runs.toml", "published TPU v5p and v5e training runs (MaxText)"),
                      ("mpt_training_runs.toml", "published MPT training runs (MosaicML llm-foundry, PyTorch FSDP; "
-                                                "never calibrated on)"))
+                                                "never calibrated on)"),
+                     ("automodel_training_runs.toml", "published NeMo AutoModel pre-training runs (PyTorch FSDP2 "
+                                                      "on H100, MoE with DeepEP; never calibrated on)"))
 
 
 def _validations(out: Path) -> list:

@@ -34,11 +34,14 @@ from ._pipeline import (
 from ._plan import (
     FLASH1_SPEED as FLASH1_SPEED,
     AttentionKernel as AttentionKernel,
+    EPDispatch as EPDispatch,
+    ExpertRouting as ExpertRouting,
     LayerSplit as LayerSplit,
     Plan as Plan,
     Precision as Precision,
     validate_plan as validate_plan,
 )
+from ._dispatch import dispatch_copies as dispatch_copies
 from ._inspect import (
     MemoryBreakdown as MemoryBreakdown,
     Operator as Operator,
@@ -126,7 +129,8 @@ __all__ = [
     "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
-    "AttentionKernel", "FLASH1_SPEED", "LayerSplit", "Plan", "Precision", "validate_plan",
+    "AttentionKernel", "FLASH1_SPEED", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan", "Precision",
+    "validate_plan", "dispatch_copies",
     "MemoryBreakdown", "memory_breakdown", "Operator", "operator_table",
     "PlanSpec", "load_hardware", "load_plan", "load_workload",
     "RECOMPUTE_CODES", "SCHEDULE_CODES", "StepBreakdown", "evaluate_plans", "step_time",

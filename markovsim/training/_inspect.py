@@ -50,7 +50,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     eff = Efficiency() if efficiency is None else efficiency
     plan = validate_plan(workload, plan)
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
-    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0, workload, hardware).items()}
     sh = stage_shares(c, q, np)
     weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
     q_kept, q_full, phi = recompute_split(c, q, sh, np)
@@ -98,7 +98,7 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             f"{hardware.name}: no fitted kernel model ([kernels] in its file): the operator table "
             "needs one")
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware).items()}
-    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0).items()}
+    q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0, workload, hardware).items()}
     precision = tuple(float(x) for x in gemm_precision(c, q, np))
     rows = []
     for name, where, M, N, K, count in _gemms(c, q, np):

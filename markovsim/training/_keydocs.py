@@ -102,6 +102,12 @@ KEY_DOCS = {
                              "Triton port, at half the speed) or unfused"),
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",
         "grad_reduce": "number format of the gradient reduction",
+        "ep_dispatch": ("what the expert all-to-all moves per token: per-expert (one copy per routed expert, "
+                        "Megatron's alltoall dispatcher) or per-rank (one copy per destination GPU and node: "
+                        "DeepEP, DeepSeek-V3's dispatch)"),
+        "expert_routing": ("with ep_dispatch = 'per-rank': the routing that sets how many GPUs a token reaches: "
+                           "random (balanced random sets of experts) or consecutive (NeMo AutoModel's benchmark "
+                           "FakeBalancedGate)"),
         "efficiency": "achievable fractions of peak and communication overlap",
         "efficiency.param_gather_overlap": "fraction of the ZeRO parameter all-gather hidden behind the next forward",
         "efficiency.data_loading": "exposed data-loading time per step",

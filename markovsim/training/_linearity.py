@@ -258,7 +258,7 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
             # say which size of the curve, and under which batch rule, the plan breaks
             raise InvalidParameterError(f"cards={n} (dp={p.dp}, global batch {g} under {_describe(rule)}): {e}") from None
         check_offload(hardware, p)
-        out = _jit_kernel(c, _plan_arrays(p, 0.0))
+        out = _jit_kernel(c, _plan_arrays(p, 0.0, workload, hardware))
         fits.append(bool(out["fits"]))
         if require_fit and not fits[-1]:
             raise InvalidParameterError(

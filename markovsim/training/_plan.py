@@ -17,7 +17,8 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "Precision", "RECOMPUTE_MODULES", "validate_plan"]
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "Precision", "RECOMPUTE_MODULES", "EPDispatch",
+           "ExpertRouting", "validate_plan"]
 
 
 class AttentionKernel(enum.Enum):
@@ -75,6 +76,33 @@ class LayerSplit(enum.Enum):
     UNEVEN = "uneven"
 
 
+class EPDispatch(enum.Enum):
+    """What the expert-parallel all-to-all moves per token: ``per-expert`` (one copy of the
+    token for each of its ``top_k`` experts, permuted by expert before the all-to-all, as
+    Megatron-core's ``alltoall`` token dispatcher does inside a node; the default) or ``per-rank`` (one copy per
+    destination GPU, however many of its experts that GPU holds, and across nodes one copy
+    per destination node, forwarded inside the node over NVLink; the combine returns one
+    reduced copy per GPU: DeepEP, whose dispatch layout counts ``num_tokens_per_rank`` and
+    ``is_token_in_rank``, and DeepSeek-V3's own dispatch, arXiv 2412.19437 sec. 3.2.2)."""
+
+    PER_EXPERT = "per-expert"
+    PER_RANK = "per-rank"
+
+
+class ExpertRouting(enum.Enum):
+    """Which experts a token goes to, for counting the destinations of a ``per-rank``
+    dispatch (every pattern is balanced: each expert gets the same tokens): ``random`` (each
+    token's ``top_k`` experts a uniformly random set, within the ``max_nodes_per_token``
+    nodes where the workload limits them: a trained router's balanced routing, and
+    Megatron-core's ``moe_router_force_load_balancing``; the default) or ``consecutive``
+    (token ``i`` takes experts ``i k .. i k + k - 1`` modulo the experts: NeMo AutoModel's
+    benchmark ``FakeBalancedGate``, which puts a token's experts on one or two neighbouring
+    GPUs)."""
+
+    RANDOM = "random"
+    CONSECUTIVE = "consecutive"
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """A parallel plan and the software choices of the run. ``global_batch`` and
@@ -101,7 +129,10 @@ class Plan:
     empty (default) is Megatron-core's default, ``("core_attn",)``. ``optimizer_moments``:
     the format of Adam's two moments, ``fp32`` (default) or ``bf16`` (Megatron-core's
     ``exp_avg_dtype`` / ``exp_avg_sq_dtype``; DeepSeek-AI 2024 sec. 3.3.3): 12 or 8 bytes
-    of optimizer state per parameter with the FP32 master weights.
+    of optimizer state per parameter with the FP32 master weights. ``ep_dispatch`` and
+    ``expert_routing``: what the expert all-to-all moves (:class:`EPDispatch`) and, for a
+    ``per-rank`` dispatch, the routing pattern that sets how many GPUs and nodes a token
+    reaches (:class:`ExpertRouting`; :func:`markovsim.training.dispatch_copies`).
     """
 
     tp: int
@@ -123,6 +154,8 @@ class Plan:
     recompute_modules: tuple[str, ...] = ()
     optimizer_moments: Precision = Precision.FP32
     layer_split: LayerSplit = LayerSplit.EVEN
+    ep_dispatch: EPDispatch = EPDispatch.PER_EXPERT
+    expert_routing: ExpertRouting = ExpertRouting.RANDOM
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
     grad_reduce: Precision = Precision.FP32
@@ -167,7 +200,8 @@ def _check_modules(w: Workload, modules) -> None:
 _INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp", "zero_stage",
              "zero_shard_group", "recompute_layers", "offload_layers")
 _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
-            "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision}
+            "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision,
+            "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting}
 
 
 def _normalised(plan: Plan) -> Plan:

@@ -23,16 +23,17 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
-from ._plan import ATTENTION_CODES, AttentionKernel, LayerSplit, Plan, Precision
-from ._step import MODULE_KEYS, RECOMPUTE_CODES, SCHEDULE_CODES, StepBreakdown, breakdown_from, evaluate_plans, \
-    kernel_constants, module_flags
+from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision
+from ._step import DISPATCH_CODES, MODULE_KEYS, RECOMPUTE_CODES, ROUTING_CODES, SCHEDULE_CODES, StepBreakdown, \
+    breakdown_from, evaluate_plans, kernel_constants, module_flags
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES", "NUMERICS",
            "plan_numerics"]
 
 #: the plan fields the search holds at one value rather than exploring (its numerics)
-NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments")
+NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments", "ep_dispatch",
+            "expert_routing")
 
 
 def plan_numerics(plan: Plan | None) -> dict:
@@ -50,7 +51,9 @@ def _numerics_arrays(numerics: dict, shape) -> dict:
                 fp8_params=np.full(shape, float(bool(numerics["fp8_params"]))),
                 attn=np.full(shape, float(ATTENTION_CODES[AttentionKernel(numerics["attention_kernel"])])),
                 grad_bytes=np.full(shape, Precision(numerics["grad_reduce"]).bytes),
-                opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes))
+                opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes),
+                ep_disp=np.full(shape, DISPATCH_CODES[EPDispatch(numerics["ep_dispatch"])]),
+                ep_route=np.full(shape, ROUTING_CODES[ExpertRouting(numerics["expert_routing"])]))
 
 _SCHEDULES = list(SCHEDULE_CODES)
 # the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is

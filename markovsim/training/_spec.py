@@ -24,7 +24,7 @@ from .._io import Reference, Table, base_of, label, load_with, reads_document, r
 from ._keydocs import KEY_DOCS
 from ._hardware import Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
-from ._plan import AttentionKernel, LayerSplit, Plan, Precision
+from ._plan import AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
 __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_from_document",
@@ -228,6 +228,8 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
         precision=_choice(t, "precision", Precision, Precision.BF16),
         grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32),
+        ep_dispatch=_choice(t, "ep_dispatch", EPDispatch, EPDispatch.PER_EXPERT),
+        expert_routing=_choice(t, "expert_routing", ExpertRouting, ExpertRouting.RANDOM),
     )
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"

@@ -94,7 +94,9 @@ from ._hardware import Efficiency, Hardware, KernelModel
 from ._memory import blended_activation_bytes, in_flight, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
-from ._plan import ATTENTION_CODES, AttentionKernel, LayerSplit, Plan, Precision, validate_plan
+from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision, \
+    validate_plan
+from ._dispatch import copies_array
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
     module_recompute_flops, parameter_count
 
@@ -111,7 +113,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
              "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
-             *MODULE_KEYS.values())
+             "ep_in", "ep_remote", *MODULE_KEYS.values())
 
 
 def module_flags(modules: tuple[str, ...]) -> dict:
@@ -378,17 +380,18 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     kv_block = mb * (s / cp) * c["kv_heads"] * (c["d_qk"] + c["d_v"]) * _BF16 / tp
     tp_comm = tp_comm + sh["stage_layers"] * m * 3.0 * (cp - 1) * (lat + kv_block / bw)
     # EP all-to-all, node-limited routing across nodes
-    k = c["top_k"]
     tokens = mb * s / (tp * cp)
     n0 = c["node_size"]
     bw_in, lat_in = _level(c, jnp.minimum(ep, n0))
     bw_out, lat_out = _level(c, ep)
     nodes = jnp.ceil(ep / n0)
-    remote = jnp.where(c["node_limit"] > 0, jnp.minimum(k, c["node_limit"]), k) * (1.0 - 1.0 / nodes)
+    # copies of a token inside the node and across nodes (module _dispatch: k and the remote
+    # nodes per expert, or the distinct GPUs and nodes of a per-rank dispatch)
+    copies, remote = q["ep_in"], q["ep_remote"]
     disp = jnp.where(q["fp8"] > 0, 1.0, _BF16)
 
     def a2a(copies_bytes):
-        inside = _ring(Collective.ALL_TO_ALL, tokens * k * copies_bytes, jnp.minimum(ep, n0), bw_in, lat_in)
+        inside = _ring(Collective.ALL_TO_ALL, tokens * copies * copies_bytes, jnp.minimum(ep, n0), bw_in, lat_in)
         across = tokens * remote * copies_bytes / bw_out + (nodes - 1.0) * lat_out
         return jnp.where(ep > n0, jnp.maximum(inside, across), inside)
 
@@ -491,8 +494,10 @@ def _jit_kernel(c: dict, q: dict) -> dict:
     return _jit(c, q, legacy=bool(c["legacy"]), moe=bool(c["moe_layers"] > 0))
 
 
-def _plan_arrays(plan: Plan, straggler: float) -> dict:
-    return dict(tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
+def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Hardware) -> dict:
+    inside, across = copies_array(workload, hardware.node_size, plan.ep, EPDispatch(plan.ep_dispatch),
+                                  ExpertRouting(plan.expert_routing))
+    return dict(ep_in=float(inside), ep_remote=float(across),tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
@@ -533,7 +538,7 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
     check_offload(hardware, plan)
     check_nonnegative("straggler_s", straggler_s, unit="s")
     c = kernel_constants(workload, hardware, efficiency)
-    out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s))
+    out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s, workload, hardware))
     return breakdown_from(out, c, straggler_s)
 
 
@@ -588,4 +593,27 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
                 opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)
+    if "ep_in" not in plans:  # the dispatch copies from the held dispatch and routing (codes)
+        full["ep_in"], full["ep_remote"] = dispatch_arrays(workload, hardware, plans["ep"], plans.get("ep_disp"),
+                                                           plans.get("ep_route"))
     return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})
+
+
+#: the codes of the plan arrays ``ep_disp`` and ``ep_route``
+DISPATCH_CODES = {d: i for i, d in enumerate(EPDispatch)}
+ROUTING_CODES = {r: i for i, r in enumerate(ExpertRouting)}
+
+
+def dispatch_arrays(workload: Workload, hardware: Hardware, ep, disp=None, route=None):
+    """``(ep_in, ep_remote)`` arrays for EP degrees ``ep`` and the dispatch and routing codes
+    ``disp``, ``route`` (arrays of :data:`DISPATCH_CODES` / :data:`ROUTING_CODES`, ``None``
+    for per-expert / random): :func:`~markovsim.training._dispatch.dispatch_copies`."""
+    ep = np.asarray(ep)
+    disp = np.zeros(ep.shape, int) if disp is None else np.broadcast_to(np.asarray(disp, int), ep.shape)
+    route = np.zeros(ep.shape, int) if route is None else np.broadcast_to(np.asarray(route, int), ep.shape)
+    inside, remote = np.empty(ep.shape), np.empty(ep.shape)
+    for d, r in {(int(a), int(b)) for a, b in zip(disp.ravel(), route.ravel())}:
+        where = (disp == d) & (route == r)
+        i, o = copies_array(workload, hardware.node_size, ep[where], list(EPDispatch)[d], list(ExpertRouting)[r])
+        inside[where], remote[where] = i, o
+    return inside, remote

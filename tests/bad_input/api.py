@@ -150,6 +150,9 @@ _GOOD_FOR: dict[str, dict[str, Callable[[], Any]]] = {
     "markovsim.training.operator_table": {"plan": lambda: plan_spec().plan},
     "markovsim.training.step_time": {"plan": lambda: plan_spec().plan},
     "markovsim.training.plan_numerics": {"plan": lambda: plan_spec().plan},
+    "markovsim.training.dispatch_copies": {"workload": lambda: __import__("markovsim.training").training.load_workload(
+        "deepseek_v3"), "node_size": lambda: 8, "ep": lambda: 64, "dispatch": lambda: "per-rank",
+        "routing": lambda: "consecutive"},
     "markovsim.training.scale_plan": {"plan": lambda: plan_spec().plan, "cards": lambda: 128},
     "markovsim.training.pipeline_makespans": {"work": lambda: np.ones((4, 8))},
     "markovsim.availability.build_model": {"plan": lambda: _av().load_recovery("gpu_checkpoint_only")},

@@ -11,11 +11,14 @@ from markovsim.training import runs_from_cases
 from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt")]
+SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel")]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
 def _family(case: str) -> str:
+    if case.startswith("AutoModel:"):
+        return ("H100 BF16, NeMo AutoModel (PyTorch FSDP2), dense Llama 3 70B, tokens/s" if "Llama" in case else
+                "H100 BF16, NeMo AutoModel (PyTorch FSDP2, DeepEP, synthetic balanced gate), MoE, tokens/s")
     if case.startswith("MPT "):
         kind = next(k for k in ("A100 40GB", "A100 80GB", "H100 80GB") if k in case)
         return (f"{kind}{' ' + case.rsplit(', ', 1)[-1] if kind.startswith('H100') else ''}, MPT (llm-foundry, "
@@ -119,4 +122,15 @@ def test_the_mpt_suite_on_the_page():
     lo, hi = (100 * x for x in v["interval"])
     said = (f"the {len(rows)} MPT holdout outputs give {100 * v['measured']:.2f} % ({lo:.2f}-{hi:.2f} %), "
             f"{sum(r.passed for r in rows)} within 10 %, max {100 * max(abs(r.error) for r in rows):.2f} %")
+    assert said in text, said
+
+
+def test_the_automodel_suite_on_the_page():
+    """The fourth suite's paragraph quotes its current verdict (holdout count, within 10 %,
+    median and maximum), from validate_cases."""
+    text = " ".join(PAGE.split())
+    rows = [r for r in validate_cases(SUITES[3]).rows if r.role == "holdout"]
+    errors = sorted(100 * abs(r.error) for r in rows)
+    said = (f"the {len(rows)} AutoModel holdout outputs give {sum(r.passed for r in rows)} within 10 %, median "
+            f"{statistics.median(errors):.2f} %, max {errors[-1]:.2f} %")
     assert said in text, said

@@ -86,6 +86,10 @@ def test_the_moe_caveat_states_what_the_suite_measures():
             if r.role == "holdout" and "Grok-1" in r.case and r.output == "step_time_s"]
     assert len(grok) == 6
     assert f"{min(grok):.2f}-{max(grok):.2f}x that of Grok-1" in MOE_CAVEAT
+    auto = [r.predicted / r.reported for r in validate_cases(SUITE.parent / "automodel_training_runs.toml").rows
+            if "Llama" not in r.case]
+    assert len(auto) == 6 and "six NeMo AutoModel MoE runs" in MOE_CAVEAT
+    assert f"predicted {min(auto):.2f}-{max(auto):.2f}x the measured" in MOE_CAVEAT
 
 
 def test_the_linearity_caveat_states_what_the_suites_measure():
@@ -132,3 +136,27 @@ def test_the_mpt_suite_is_held_out_and_its_transcription_checks():
         assert (c["dp"], c["micro_batch"], c["global_batch"]) == (gpus, mb, gbs) == (gpus, mb, mb * accum * gpus)
     report = validate_cases(mpt)
     assert len(report.rows) == 201 and all(np.isfinite(r.predicted) and r.role == "holdout" for r in report.rows)
+
+
+def test_the_automodel_suite_is_held_out_and_its_transcription_checks():
+    """The NeMo AutoModel suite holds only holdout rows, judged on tokens per second per GPU;
+    each row's source quotes the step time too, and GBS x sequence / (step x GPUs) must give
+    the quoted throughput (a mistyped batch, sequence, GPU count or number breaks it); the
+    plan's degrees multiply to the GPUs and dp is the table's FSDP size."""
+    import re
+    import tomllib
+    suite = SUITE.parent / "automodel_training_runs.toml"
+    cases = tomllib.loads(suite.read_text())["case"]
+    assert len(cases) == 7 and {c["role"] for c in cases} == {"holdout"}
+    for c in cases:
+        s = c["source"]
+        gpus, gbs, seq = (int(re.search(p, s).group(1)) for p in (r"(\d+) GPUs", r"GBS (\d+)", r"sequence (\d+)"))
+        step = float(re.search(r"([0-9.]+) s per step", s).group(1))
+        assert set(c["expect"]) == {"tokens_per_s_per_card"}
+        assert gbs * seq / (step * gpus) == pytest.approx(c["expect"]["tokens_per_s_per_card"], rel=2e-3), c["name"]
+        assert c["tp"] * c["pp"] * c.get("cp", 1) * c["dp"] == gpus
+        assert c["dp"] == int(re.search(r"FSDP (\d+)", s).group(1)) and c["global_batch"] == gbs
+        assert (c.get("ep_dispatch"), c.get("expert_routing")) == (
+            (None, None) if c.get("ep", 1) == 1 else ("per-rank", "consecutive"))  # DeepEP, FakeBalancedGate
+    report = validate_cases(suite)
+    assert len(report.rows) == 7 and all(np.isfinite(r.predicted) for r in report.rows)

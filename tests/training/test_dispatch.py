@@ -1,0 +1,137 @@
+"""What the expert all-to-all moves per token (``plan.ep_dispatch``, ``plan.expert_routing``):
+the closed forms of ``dispatch_copies`` against brute force (Monte Carlo over random routing
+with a confidence bound, exhaustive enumeration of the consecutive gate), the per-expert
+default against the formula the kernel had before, and the step time following the copies."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from markovsim._errors import InvalidParameterError, SpecError
+from markovsim.training import Plan, Workload, dispatch_copies, load_hardware, load_workload, step_time, validate_plan
+from markovsim.training._spec import plan_from_document
+from markovsim.training._workload import MoE
+
+H100 = load_hardware("h100_sxm")
+
+
+def _moe(experts, top_k, limit=0):
+    return Workload("dispatch-test", layers=4, hidden=1024, ffn_hidden=4096, ffn_kind="swiglu", heads=8, kv_heads=8,
+                    vocab=32000, seq_len=4096,
+                    moe=MoE(routed_experts=experts, shared_experts=0, top_k=top_k, expert_ffn=512, dense_layers=0,
+                            max_nodes_per_token=limit))
+
+
+def _monte_carlo(experts, k, ep, node_size, limit, draws=20000, seed=7):
+    """Distinct destination ranks and remote nodes of random routing, drawn token by token
+    (within ``limit`` random nodes when 0 < limit < nodes); the sender is a random rank."""
+    rng = np.random.default_rng(seed)
+    per_rank, nodes = experts // ep, math.ceil(ep / node_size)
+    ranks_in_node = min(ep, node_size)
+    d_rank, remote = np.empty(draws), np.empty(draws)
+    for t in range(draws):
+        if 0 < limit < nodes:
+            chosen = rng.choice(nodes, limit, replace=False)
+            pool = np.concatenate([np.arange(n * experts // nodes, (n + 1) * experts // nodes) for n in chosen])
+        else:
+            pool = np.arange(experts)
+        ranks = rng.choice(pool, k, replace=False) // per_rank
+        d_rank[t] = len(set(ranks))
+        own = rng.integers(nodes)
+        remote[t] = len(set(ranks // ranks_in_node) - {own})
+    return d_rank, remote
+
+
+@pytest.mark.parametrize("experts, k, ep, limit", [(128, 8, 8, 0), (256, 8, 64, 4), (384, 8, 32, 0), (32, 4, 8, 0),
+                                                    (64, 6, 16, 0)])
+def test_random_routing_matches_monte_carlo(experts, k, ep, limit):
+    inside, across = dispatch_copies(_moe(experts, k, limit), 8, ep, "per-rank", "random")
+    d_rank, remote = _monte_carlo(experts, k, ep, 8, limit)
+    for formula, sample in ((inside, d_rank), (across, remote)):
+        half = 5 * sample.std(ddof=1) / math.sqrt(sample.size) + 1e-12   # five standard errors
+        assert abs(float(formula) - sample.mean()) <= half
+
+
+@pytest.mark.parametrize("experts, k, ep", [(128, 8, 8), (256, 8, 64), (384, 8, 32), (32, 4, 8), (128, 4, 64),
+                                            (256, 8, 256)])
+def test_consecutive_routing_matches_enumeration(experts, k, ep):
+    """NeMo AutoModel's FakeBalancedGate: indices = arange(T k).view(T, k) % E; a rank holds a
+    contiguous block of E / ep experts; every sender sends the same pattern, so a destination
+    node is the sender's own for 1 / nodes of the senders."""
+    inside, across = dispatch_copies(_moe(experts, k), 8, ep, "per-rank", "consecutive")
+    tokens = 5000
+    idx = (np.arange(tokens * k).reshape(tokens, k) % experts) // (experts // ep)
+    nodes = math.ceil(ep / 8)
+    d_rank = np.mean([len(set(r)) for r in idx])
+    d_node = np.mean([len(set(r // min(ep, 8))) for r in idx])
+    assert float(inside) == pytest.approx(d_rank, rel=2e-3)    # 5000 tokens: whole periods up to a remainder
+    assert float(across) == pytest.approx(d_node * (1 - 1 / nodes), rel=2e-3, abs=1e-12)
+
+
+def test_the_default_is_the_formula_the_kernel_had():
+    """per-expert: k copies inside, min(k, M) (1 - 1/N) across, N = ceil(ep / node size)."""
+    w = load_workload("deepseek_v3")
+    for ep in (1, 8, 16, 32, 64, 256):
+        inside, across = dispatch_copies(w, 8, ep)
+        assert float(inside) == 8.0
+        assert float(across) == min(8, 4) * (1 - 1 / math.ceil(ep / 8))
+    inside, across = dispatch_copies(_moe(64, 6), 8, 32)
+    assert (float(inside), float(across)) == (6.0, 6 * (1 - 1 / 4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(log_e=st.integers(3, 9), k=st.integers(1, 8), log_ep=st.integers(0, 9),
+       routing=st.sampled_from(["random", "consecutive"]))
+def test_a_per_rank_dispatch_never_moves_more(log_e, k, log_ep, routing):
+    """One copy per destination GPU: between 1 and min(k, ranks) copies, never more than the
+    k per expert; across nodes no more than the nodes other than the sender's."""
+    experts, ep = 2 ** log_e, 2 ** min(log_ep, log_e)
+    if k > experts:
+        return
+    w = _moe(experts, k)
+    inside, across = (float(x) for x in dispatch_copies(w, 8, ep, "per-rank", routing))
+    expert_in, expert_across = (float(x) for x in dispatch_copies(w, 8, ep))
+    nodes = math.ceil(ep / 8)
+    assert 1.0 - 1e-12 <= inside <= min(k, ep) + 1e-12
+    assert inside <= expert_in + 1e-12 and across <= expert_across + 1e-12
+    assert 0.0 <= across <= nodes - 1 + 1e-12
+
+
+def test_a_dense_workload_moves_nothing():
+    inside, across = dispatch_copies(load_workload("llama3_8b"), 8, np.array([1, 2]), "per-rank", "random")
+    assert inside.tolist() == [0.0, 0.0] and across.tolist() == [0.0, 0.0]
+
+
+def test_the_step_follows_the_copies():
+    """One node: the exposed all-to-all is its latency plus a volume proportional to the
+    copies, 8 per expert, the distinct GPUs of random routing, 1 for the consecutive gate."""
+    w = _moe(128, 8)
+    base = Plan(tp=1, pp=1, dp=8, ep=8, global_batch=64, micro_batch=8, zero_stage=1)
+    per_expert = step_time(w, H100, base).ep_exposed
+    per_rank = step_time(w, H100, base.replace(ep_dispatch="per-rank", expert_routing="consecutive")).ep_exposed
+    random = step_time(w, H100, base.replace(ep_dispatch="per-rank")).ep_exposed
+    d_random = float(dispatch_copies(w, 8, 8, "per-rank", "random")[0])
+    # the all-to-all's time is its latency plus its volume: affine in the copies (8, d, 1)
+    assert per_rank < random < per_expert
+    assert (random - per_rank) / (per_expert - per_rank) == pytest.approx((d_random - 1) / (8 - 1), rel=1e-9)
+    # dense models and EP 1 are untouched by the choice
+    dense = load_workload("llama3_8b")
+    p = Plan(tp=1, pp=1, dp=8, global_batch=64)
+    assert step_time(dense, H100, p).step_time == step_time(dense, H100, p.replace(ep_dispatch="per-rank")).step_time
+
+
+def test_plan_files_take_the_keys_and_refuse_a_typo():
+    doc = {"workload": "deepseek_v3", "hardware": "h100_sxm", "tp": 1, "pp": 4, "dp": 64, "ep": 64,
+           "virtual_stages": 8, "schedule": "interleaved", "layer_split": "uneven", "global_batch": 512,
+           "ep_dispatch": "per-rank", "expert_routing": "consecutive"}
+    spec = plan_from_document(doc)
+    assert spec.plan.ep_dispatch.value == "per-rank" and spec.plan.expert_routing.value == "consecutive"
+    with pytest.raises(SpecError, match="ep_dispatch='per-token': expected one of 'per-expert', 'per-rank'"):
+        plan_from_document({**doc, "ep_dispatch": "per-token"})
+    with pytest.raises(SpecError, match="expert_routing"):
+        plan_from_document({**doc, "expert_routing": "roundrobin"})
+    with pytest.raises(InvalidParameterError, match="ep_dispatch"):
+        validate_plan(_moe(64, 4), Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, ep_dispatch="deepep"))
