@@ -86,8 +86,8 @@ def dispatch_copies(workload, node_size: int, ep, dispatch=EPDispatch.PER_EXPERT
     >>> inside, across = dispatch_copies(w, 8, 64)
     >>> float(inside), float(across)               # per expert: 8 copies, 4 x 7/8 across
     (8.0, 3.5)
-    >>> [round(float(x), 3) for x in dispatch_copies(w, 8, 64, "per-rank", "consecutive")]
-    [2.0, 0.875]
+    >>> tuple(round(float(x), 3) for x in dispatch_copies(w, 8, 64, "per-rank", "consecutive"))
+    (2.0, 0.875)
     """
     from ._workload import Workload
 

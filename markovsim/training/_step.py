@@ -36,11 +36,13 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     2 forward ones; context parallelism (ring attention) adds :math:`3 (cp-1)` transfers
     of a K/V block per layer and micro-batch (counted with TP and its overlap);
   - EP: dispatch and combine all-to-alls, forward and backward, per MoE layer per
-    micro-batch, of :math:`k` copies of the rank's tokens (dispatch in FP8 for FP8 runs).
-    When the group spans several nodes, each token crosses the scale-out network once per
-    remote node it is routed to (:math:`\min(k, M)` with node-limited routing to
-    :math:`M` nodes) and is forwarded to its experts inside the node; the two legs run
-    concurrently. Exposed: :math:`(1 - o_{ep})\,C_{ep}`; under DualPipe, whose paired
+    micro-batch, of copies of the rank's tokens (dispatch in FP8 for FP8 runs): :math:`k`
+    per token with the default ``per-expert`` dispatch, one per destination GPU with
+    ``per-rank`` (module ``_dispatch``, which also counts the copies across nodes). When the
+    group spans several nodes, each token crosses the scale-out network once per remote node
+    it is routed to (:math:`\min(k, M)(1 - 1/N)` per expert with node-limited routing to
+    :math:`M` of the :math:`N` nodes) and is forwarded to its experts inside the node; the
+    two legs run concurrently. Exposed: :math:`(1 - o_{ep})\,C_{ep}`; under DualPipe, whose paired
     forward and backward chunks hide each other's all-to-all,
     :math:`\max(0, C_{ep} - o_{ep} T_\text{compute})`;
   - PP: a send and a receive of the stage-boundary activation per chunk per micro-batch,
