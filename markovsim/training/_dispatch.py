@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from .._errors import InvalidParameterError, check_integer
-from ._plan import EPDispatch, ExpertRouting
+from ._plan import EPDispatch, ExpertRouting, member
 
 __all__ = ["dispatch_copies"]
 
@@ -66,14 +66,6 @@ def _one(experts: int, k: int, limit: int, node_size: int, ep: int, dispatch: EP
     return d_rank, d_node * (1.0 - 1.0 / nodes)
 
 
-def _choice(name: str, value, kind):
-    try:
-        return kind(value)
-    except (ValueError, TypeError):
-        choices = ", ".join(repr(m.value) for m in kind)
-        raise InvalidParameterError(f"{name}={value!r}: expected one of {choices}") from None
-
-
 def dispatch_copies(workload, node_size: int, ep, dispatch=EPDispatch.PER_EXPERT,
                     routing=ExpertRouting.RANDOM) -> tuple[np.ndarray, np.ndarray]:
     """Copies of one token the EP all-to-all moves: ``(inside, across)``, the copies on the
@@ -94,7 +86,7 @@ def dispatch_copies(workload, node_size: int, ep, dispatch=EPDispatch.PER_EXPERT
     if not isinstance(workload, Workload):
         raise InvalidParameterError(f"workload={workload!r:.60}: expected a Workload")
     node_size = check_integer("node_size", node_size, minimum=1)
-    d, r = _choice("dispatch", dispatch, EPDispatch), _choice("routing", routing, ExpertRouting)
+    d, r = member("dispatch", dispatch, EPDispatch), member("routing", routing, ExpertRouting)
     values = np.asarray(ep, dtype=object)
     for value in values.ravel():
         degree = check_integer("ep", value, minimum=1)

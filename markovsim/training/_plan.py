@@ -204,6 +204,18 @@ _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel
             "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting}
 
 
+def member(name: str, value, kind: type[enum.Enum]) -> enum.Enum:
+    """``value`` as a member of the enumeration ``kind`` (a member, or its value in any case);
+    anything else is refused naming ``name`` and the choices."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).lower())
+    except ValueError:
+        raise InvalidParameterError(
+            f"{name}={value!r}: expected one of {', '.join(repr(m.value) for m in kind)}") from None
+
+
 def _normalised(plan: Plan) -> Plan:
     """``plan`` with its integer fields as ``int`` and its named choices as enumeration
     members; a string where a number belongs, a fractional degree or an unknown choice is
@@ -215,14 +227,7 @@ def _normalised(plan: Plan) -> Plan:
             raise InvalidParameterError(f"plan.{name}={value!r}: expected an integer, got a string")
         changes[name] = check_integer(f"plan.{name}", value)
     for name, kind in _MEMBERS.items():
-        value = getattr(plan, name)
-        if not isinstance(value, kind):
-            try:
-                value = kind(str(value).lower())
-            except ValueError:
-                raise InvalidParameterError(
-                    f"plan.{name}={value!r}: expected one of {', '.join(repr(m.value) for m in kind)}") from None
-        changes[name] = value
+        changes[name] = member(f"plan.{name}", getattr(plan, name), kind)
     changes["schedule"] = _schedule(plan.schedule)
     return plan.replace(**changes)
 

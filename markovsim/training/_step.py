@@ -499,7 +499,8 @@ def _jit_kernel(c: dict, q: dict) -> dict:
 def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Hardware) -> dict:
     inside, across = copies_array(workload, hardware.node_size, plan.ep, EPDispatch(plan.ep_dispatch),
                                   ExpertRouting(plan.expert_routing))
-    return dict(ep_in=float(inside), ep_remote=float(across),tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
+    return dict(ep_in=float(inside), ep_remote=float(across),
+                tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
