@@ -57,7 +57,9 @@ VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (is
                      ("mpt_training_runs.toml", "published MPT training runs (MosaicML llm-foundry, PyTorch FSDP; "
                                                 "never calibrated on)"),
                      ("automodel_training_runs.toml", "published NeMo AutoModel pre-training runs (PyTorch FSDP2 "
-                                                      "on H100, MoE with DeepEP; never calibrated on)"))
+                                                      "on H100, MoE with DeepEP; never calibrated on)"),
+                     ("reports_training_runs.toml", "published pre-training runs from model reports (BLOOM, GLM-130B, "
+                                                    "LLaMA, Nemotron-4 on A100 and H100; never calibrated on)"))
 
 
 def _validations(out: Path) -> list:

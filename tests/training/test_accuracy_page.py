@@ -11,11 +11,16 @@ from markovsim.training import runs_from_cases
 from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel")]
+SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel",
+                                                                                "reports")]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
 def _family(case: str) -> str:
+    if case.startswith(("BLOOM 2022", "GLM-130B 2022", "LLaMA 2023")):
+        return "A100, model reports (BLOOM-176B, GLM-130B, LLaMA-65B), step time, HFU, tokens/s"
+    if case.startswith("Nemotron-4") and " report: " in case:
+        return "H100, Nemotron-4 15B and 340B reports (NeMo pre-training, 768-6,144 GPUs), step time"
     if case.startswith("AutoModel:"):
         return ("H100 BF16, NeMo AutoModel (PyTorch FSDP2), dense Llama 3 70B, tokens/s" if "Llama" in case else
                 "H100 BF16, NeMo AutoModel (PyTorch FSDP2, DeepEP, synthetic balanced gate), MoE, tokens/s")
@@ -67,7 +72,7 @@ def test_the_accuracy_page_is_the_suites():
         assert line in PAGE, line
     assert PAGE.count("\n| ") - 1 == len(groups)  # header + one line per family, no stale extra rows
     gaps = [100 * (r.predicted - r.reported) for r in rows if r.output == "linearity"]
-    said = (f"({len(gaps)} published scale-ups in the two suites): within 2 points in "
+    said = (f"({len(gaps)} published scale-ups in the suites): within 2 points in "
             f"{sum(abs(g) <= 2 for g in gaps)}, the model's")
     assert said in PAGE
     assert f"median gap {statistics.median(abs(g) for g in gaps):.1f} points" in PAGE
@@ -133,4 +138,17 @@ def test_the_automodel_suite_on_the_page():
     errors = sorted(100 * abs(r.error) for r in rows)
     said = (f"the {len(rows)} AutoModel holdout outputs give {sum(r.passed for r in rows)} within 10 %, median "
             f"{statistics.median(errors):.2f} %, max {errors[-1]:.2f} %")
+    assert said in text, said
+
+
+def test_the_reports_suite_on_the_page():
+    """The fifth suite's paragraph quotes its current verdict (holdout outputs, within 10 %,
+    median and maximum, and its linearity rows), from validate_cases."""
+    text = " ".join(PAGE.split())
+    rows = [r for r in validate_cases(SUITES[4]).rows if r.role == "holdout"]
+    errors = sorted(100 * abs(r.error) for r in rows if r.output != "linearity")
+    gaps = [100 * (r.predicted - r.reported) for r in rows if r.output == "linearity"]
+    said = (f"the {len(errors)} report holdout outputs give {sum(e <= 10 for e in errors)} within 10 %, median "
+            f"{statistics.median(errors):.2f} %, max {errors[-1]:.2f} %, and {sum(abs(g) <= 2 for g in gaps)} of "
+            f"its {len(gaps)} linearities within 2 points")
     assert said in text, said

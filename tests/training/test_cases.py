@@ -160,3 +160,37 @@ def test_the_automodel_suite_is_held_out_and_its_transcription_checks():
             (None, None) if c.get("ep", 1) == 1 else ("per-rank", "consecutive"))  # DeepEP, FakeBalancedGate
     report = validate_cases(suite)
     assert len(report.rows) == 7 and all(np.isfinite(r.predicted) for r in report.rows)
+
+
+def test_the_reports_suite_is_held_out_and_its_transcription_checks():
+    """The model-report suite holds only holdout rows whose degrees multiply to the GPUs in
+    their names; each Nemotron-4 linearity is the ratio of the quoted MFUs; and the quoted
+    utilisation follows from the quoted time through the model's FLOP count (a mistyped
+    batch, sequence, GPU count or time breaks it): Nemotron-4's MFU in the PaLM convention
+    (6N + attention without the mask, so its reports count that way), BLOOM's logged
+    149.77 TFLOPs in Megatron's recomputation form (its README: the 4*2 coefficient)."""
+    import re
+    import tomllib
+    suite = SUITE.parent / "reports_training_runs.toml"
+    cases = tomllib.loads(suite.read_text())["case"]
+    assert len(cases) == 9 and {c["role"] for c in cases} == {"holdout"}
+    meta = ("name", "kind", "role", "source", "expect", "unpublished", "linearity")
+    mfu_at = {}
+    for c in cases:
+        gpus = int(re.search(r"(\d+) (?:A100|H100)", c["name"]).group(1))
+        assert c["tp"] * c["pp"] * c["dp"] == gpus, c["name"]
+        out = case({k: v for k, v in c.items() if k not in meta})
+        if c["name"].startswith("Nemotron-4"):
+            step = c["expect"]["step_time_s"]
+            mfu = float(re.search(r"MFU ([0-9.]+) %", c["source"]).group(1)) / 100
+            mfu_at[c["name"].split(":")[0], c["dp"]] = mfu
+            implied = out["mfu"] * out["step_time_s"] / step  # the model's FLOPs per step over the quoted time
+            assert implied == pytest.approx(mfu, rel=0.015), c["name"]  # the time has two or three digits
+            if "linearity" in c["expect"]:
+                base = mfu_at[c["name"].split(":")[0], min(d for m, d in mfu_at if m == c["name"].split(":")[0])]
+                assert c["expect"]["linearity"]["value"] == pytest.approx(mfu / base, abs=5e-5), c["name"]
+        if c["name"].startswith("BLOOM"):
+            implied = out["tflops_per_gpu_megatron"] * out["step_time_s"] / c["expect"]["step_time_s"]
+            assert implied == pytest.approx(149.77, rel=2e-3)
+    report = validate_cases(suite)
+    assert len(report.rows) == 13 and all(np.isfinite(r.predicted) for r in report.rows)
