@@ -15,6 +15,10 @@ tensor and pipeline parallelism, of the expert weights after expert parallelism)
   (``optimizer_moments``), sharded with ZeRO-1 and up (Megatron-LM's distributed optimizer
   is ZeRO-1).
 
+DualPipe holds two stages per rank, one per direction: weights and gradients count twice
+(DeepSeek-AI 2024, Table 2, "Parameter 2x"), the optimizer states once (an assumption: the
+two copies are one parameter to the optimizer; the report does not say).
+
 Tied embeddings are held once on the first and once on the last stage, which the
 fullest-stage share covers.
 
@@ -199,6 +203,10 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
         weights = weights + xp.where(zero >= 3, gathered, 0.0)
     grads = q["grad_bytes"] * both(2)
     optimizer = q["opt_bytes"] * both(1)
-    return weights, grads, optimizer
+    # DualPipe places two stages on each rank (stage i and stage p-1-i, one per direction):
+    # two copies of the model's parameters (DeepSeek-AI 2024, Table 2: "Parameter 2x"), each
+    # with its gradient buffer; one set of optimizer states (the copies are one parameter)
+    copies = xp.where(q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE], 2.0, 1.0)
+    return copies * weights, copies * grads, optimizer
 
 

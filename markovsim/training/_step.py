@@ -52,7 +52,8 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     (ZeRO 1-2; per micro-batch with ZeRO-3), hidden by ``dp_overlap``; ZeRO 1-2 then
     all-gather the updated BF16 weights (FP8 with ``fp8_params``), hidden by
     ``param_gather_overlap``, ZeRO-3
-    gathers them twice per micro-batch (hidden by ``dp_overlap``). Each 40M-parameter
+    gathers them twice per micro-batch (hidden by ``dp_overlap``); DualPipe's two stages
+    per rank reduce and gather both copies (module ``_memory``). Each 40M-parameter
     bucket pays the collective's latency (ring or tree, whichever is less). With hybrid
     sharding (``zero_shard_group`` = :math:`g`) these run inside groups of :math:`g` ranks,
     the optimizer and the memory shard over :math:`g`, and the :math:`dp\,cp/g` replicas
@@ -419,20 +420,24 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     gb = q["grad_bytes"]
     ar, rs, ag = Collective.ALL_REDUCE, Collective.REDUCE_SCATTER, Collective.ALL_GATHER
     o_dp, o_pg = c["o_dp"], c["o_pg"]
-    grad_ar = _bucketed(c, ar, dense_rank, gb, n_dp, tp, o_dp)
-    grad_rs = _bucketed(c, rs, dense_rank, gb, n_sh, tp, o_dp)
-    w_bytes = jnp.where(q["fp8_params"] > 0, 1.0, _BF16)  # the weights gathered: FP8 or BF16
+    # DualPipe's two stages per rank (module _memory): both copies' gradients are reduced and
+    # both copies' weights gathered
+    copies = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], 2.0, 1.0)
+    gb_dp = gb * copies
+    grad_ar = _bucketed(c, ar, dense_rank, gb_dp, n_dp, tp, o_dp)
+    grad_rs = _bucketed(c, rs, dense_rank, gb_dp, n_sh, tp, o_dp)
+    w_bytes = jnp.where(q["fp8_params"] > 0, 1.0, _BF16) * copies  # the weights gathered: FP8 or BF16
     gather = _bucketed(c, ag, dense_rank, w_bytes, n_sh, tp, o_pg)
     replicas = n_dp / n_sh
     bw_out, lat_out = _level(c, jnp.full_like(n_dp, jnp.inf))  # the outermost level
     # FSDP (ZeRO-3) reduces its gradients layer by layer: the replicas' all-reduce of the
     # shards is one collective per layer of the stage, each paying the ring's latency
     n_rep = jnp.where(zero >= 3, sh["stage_layers"], 1.0)
-    replica_ar = jnp.where(replicas > 1, n_rep * _ring(ar, dense_rank / n_sh * gb / n_rep, replicas, bw_out, lat_out),
+    replica_ar = jnp.where(replicas > 1, n_rep * _ring(ar, dense_rank / n_sh * gb_dp / n_rep, replicas, bw_out, lat_out),
                            0.0)
     if moe:
-        grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb, edp, ep, o_dp)
-        grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb, edp, ep, o_dp)
+        grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb_dp, edp, ep, o_dp)
+        grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb_dp, edp, ep, o_dp)
         gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_pg)
     z3 = zero >= 3
     dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))

@@ -60,3 +60,30 @@ def test_fp8_weights_drop_the_bf16_copy_and_halve_the_weight_gather():
     assert memory_breakdown(W, HW, z3.replace(fp8_params=True)).weights < memory_breakdown(W, HW, z3).weights
     with pytest.raises(InvalidParameterError, match="fp8_params=True: FP8 weights need precision='fp8'"):
         step_time(W, HW, plan.replace(precision="bf16", fp8_params=True))
+
+
+@settings(max_examples=20, deadline=None)
+@given(pp=st.sampled_from([2, 4, 8]), zero=st.sampled_from([0, 1, 2]), precision=st.sampled_from(["bf16", "fp8"]))
+def test_dualpipe_holds_two_copies_of_the_parameters(pp, zero, precision):
+    """DeepSeek-AI 2024, Table 2: DualPipe's "Parameter 2x" (stage i and stage p-1-i on each
+    rank). Weights and gradients double against the same plan under 1F1B; the optimizer
+    states do not (the assumption the memory module states); the data-parallel gradient
+    reduction moves both copies."""
+    from markovsim.training import Efficiency, step_time
+
+    plan = Plan(tp=1, pp=pp, dp=4, global_batch=4 * 4 * pp, micro_batch=1, zero_stage=zero, precision=precision,
+                schedule="1f1b")
+    dual = plan.replace(schedule="dualpipe")
+    one, two = memory_breakdown(W, HW, plan), memory_breakdown(W, HW, dual)
+    assert two.weights == pytest.approx(2.0 * one.weights, rel=1e-12)
+    assert two.gradients == pytest.approx(2.0 * one.gradients, rel=1e-12)
+    assert two.optimizer == pytest.approx(one.optimizer, rel=1e-12)
+
+    def grad_reduction(p):  # the exposed gradient reduction: nothing hidden, minus all hidden
+        shown = step_time(W, HW, p, efficiency=Efficiency(dp_overlap=0.0, param_gather_overlap=1.0))
+        hidden = step_time(W, HW, p, efficiency=Efficiency(dp_overlap=1.0, param_gather_overlap=1.0))
+        return shown.dp_exposed - hidden.dp_exposed
+
+    # twice the bytes; the collectives' latencies do not double (about 1 % here)
+    single, double = grad_reduction(plan), grad_reduction(dual)
+    assert 1.9 * single < double <= 2.0 * single * (1 + 1e-12)
