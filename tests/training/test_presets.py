@@ -32,7 +32,7 @@ def test_every_number_carries_a_source(path):
 
 def test_expected_presets_ship():
     want = {"a100_sxm_40gb", "a100_sxm_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200_nvl72", "b300", "gb300_nvl72", "mi300x",
-            "tpu_v5p", "tpu_v5e", "atlas_800t_a2", "cloudmatrix384"}
+            "tpu_v5p", "tpu_v5e", "tpu_v4", "atlas_800t_a2", "cloudmatrix384"}
     assert want <= set(HARDWARE)
     assert {"gpt3_175b", "llama3_8b", "llama3_70b", "llama3_405b", "mixtral_8x7b", "deepseek_v3", "pangu_ultra_135b",
             "pangu_ultra_moe_718b"} <= set(WORKLOADS)
