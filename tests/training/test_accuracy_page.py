@@ -19,6 +19,8 @@ PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 def _family(case: str) -> str:
     if case.startswith(("BLOOM 2022", "GLM-130B 2022", "LLaMA 2023")):
         return "A100, model reports (BLOOM-176B, GLM-130B, LLaMA-65B), step time, HFU, tokens/s"
+    if case.startswith("PaLM 2022"):
+        return "TPU v4, model report (PaLM 540B, 6,144 chips), tokens/s"
     if case.startswith("Nemotron-4") and " report: " in case:
         return "H100, Nemotron-4 15B and 340B reports (NeMo pre-training, 768-6,144 GPUs), step time"
     if case.startswith("AutoModel:"):
