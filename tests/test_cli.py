@@ -664,6 +664,19 @@ def test_train_states_the_moe_caveat(capsys):
     assert [c for c in ranked["caveats"] if c.startswith("mixture of experts")] == moe
 
 
+def test_train_and_plan_state_their_evidence(capsys):
+    """Every prediction says how the model did on held-out published runs like it (or that
+    there were none), in the table and in the JSON, for train and for plan alike."""
+    got = run_json(capsys, "train", "llama3_70b_h100_64")
+    assert got["evidence"] == tr.plan_evidence(tr.load_plan("llama3_70b_h100_64"))
+    code, out, _ = run(capsys, "train", "llama3_70b_h100_64")
+    assert code == 0 and f"evidence: {got['evidence']['text']}" in out
+    ranked = run_json(capsys, "plan", "llama3_70b_h100_64", "--top", "1")
+    assert ranked["evidence"] == got["evidence"]
+    code, out, _ = run(capsys, "train", "pangu_ultra_135b_8k")
+    assert "evidence: unvalidated: no published dense BF16 run on Atlas 800T A2" in out
+
+
 def test_train_flags_fp8_on_hardware_without_an_fp8_peak(capsys):
     """An FP8 plan moved to an A100 (no FP8 tensor cores, no peak_dense.fp8) is not a
     prediction: the caveat names the hardware; the same plan on the H100 it was written for

@@ -128,6 +128,9 @@ def run(args) -> int:
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
                               float(out["step_time"][best[0]]))
+    from ..training._evidence import evidence_for
+
+    evidence = evidence_for(hardware, workload, numerics.precision)
     rows = [_row(plans, out, i) for i in best]
     if args.csv:
         c.write_csv(args.csv, tuple(rows[0]), [tuple(r.values()) for r in rows], force=args.force)
@@ -145,7 +148,7 @@ def run(args) -> int:
                       "global_batch": batch, "overrides": [x.text for x in changes],
                       "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
-                      "caveats": caveats})
+                      "caveats": caveats, "evidence": evidence})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
@@ -157,6 +160,7 @@ def run(args) -> int:
                                                 "schedule")), _recompute(r),
              f"{r['step_time_s']:.4f}", c.pct(r["mfu"]), f"{r['memory_bytes'] / 2**30:.1f}") for k, r in enumerate(rows)]
     print(c.table(body, head, right=(0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13)))
+    print(f"\nevidence: {evidence['text']}")
     for note in caveats:
         print(f"\ncaveat: {note}")
     return 0

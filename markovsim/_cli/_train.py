@@ -92,7 +92,7 @@ def run(args) -> int:
         c.print_json({"command": "train", "file": str(path), "name": spec.name,
                       "workload": spec.workload.name, "hardware": spec.hardware.name,
                       "overrides": [x.text for x in changes], "plan": _plan_info(plan), "outputs": o,
-                      "caveats": tr.plan_caveats(spec),
+                      "caveats": tr.plan_caveats(spec), "evidence": tr.plan_evidence(spec),
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
@@ -135,6 +135,7 @@ def run(args) -> int:
                         f"{1e3 * r.backward_s:.4f}") for r in ops],
                       ("operator", "where", "M x N x K", "count", "GFLOP (fwd)", "forward ms", "backward ms"),
                       right=(3, 4, 5, 6)))
+    print(f"\nevidence: {tr.plan_evidence(spec)['text']}")
     for note in tr.plan_caveats(spec):
         print(f"\ncaveat: {note}")
     if scaling is not None:

@@ -1,0 +1,79 @@
+"""The evidence a prediction carries: the holdout rows of the shipped suites like its plan,
+counted as the suites count them, shipped as a table that must equal its recomputation."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from markovsim import InvalidParameterError
+from markovsim.training import load_plan, plan_evidence, runs_from_cases
+from markovsim.training._evidence import EVIDENCE_FILE, SUITES, _speed_error, compute_evidence
+
+CASES = Path(__file__).resolve().parents[2] / "models" / "cases"
+
+
+@pytest.fixture(scope="module")
+def computed():
+    return compute_evidence(CASES)
+
+
+def test_the_shipped_table_is_the_suites_now(computed):
+    """A model change or a new holdout row without `python -m markovsim.training._evidence`
+    fails here: the table a user's prediction quotes cannot go stale."""
+    assert json.loads((CASES / EVIDENCE_FILE).read_text()) == json.loads(json.dumps(computed))
+
+
+def test_every_holdout_output_is_counted_once(computed):
+    runs = [r for s in SUITES for r in runs_from_cases(CASES / f"{s}_training_runs.toml", role="holdout")]
+    groups = computed["groups"].values()
+    assert sum(g["rows"] for g in groups) == len(runs) > 400
+    assert sorted(n for g in groups for n in g["cases"]) == sorted(r.name for r in runs)
+    for g in groups:
+        assert 0 <= g["within_10pct"] <= g["rows"] and g["min_speed_error"] <= g["max_speed_error"]
+        assert g["median_abs_error"] >= 0
+
+
+def test_the_speed_error_has_one_direction_whatever_the_output():
+    # a model twice as fast: half the measured step time, twice the measured throughput
+    assert _speed_error("step_time_s", 2.0, 1.0) == pytest.approx(1.0)
+    assert _speed_error("tokens_per_s_per_card", 1.0, 2.0) == pytest.approx(1.0)
+    assert _speed_error("mfu", 0.5, 0.25) == pytest.approx(-0.5)
+
+
+def test_known_rows_land_where_the_suites_put_them(computed):
+    """MT-NLG's iteration time (60.1 s measured, the model about 20 % faster) is in the A100
+    80GB dense BF16 group, whose fastest-model row is at least that optimistic; the one
+    DeepSeek-V3 H800 row is its own group and within 10 %."""
+    a100 = computed["groups"]["NVIDIA A100 SXM4 80GB | dense | bf16"]
+    assert any(n.startswith("MT-NLG 2022: 530B, batch 1920, 3,360") for n in a100["cases"])
+    assert a100["max_speed_error"] > 0.2
+    h800 = computed["groups"]["NVIDIA H800 SXM5 80GB | moe | fp8"]
+    assert h800["rows"] == 1 and h800["within_10pct"] == 1
+
+
+def test_a_plan_says_its_evidence_or_that_it_has_none():
+    h100 = plan_evidence(load_plan("llama3_70b_h100_64"))
+    assert h100["key"] == "NVIDIA H100 SXM5 80GB | dense | fp8" and h100["rows"] >= 5
+    assert f"on {h100['rows']} published dense FP8 runs" in h100["text"] and "too few" not in h100["text"]
+    few = plan_evidence(load_plan("deepseek_v3_h800_2048"))
+    assert few["rows"] == 1 and "too few runs to judge" in few["text"]
+    none = plan_evidence(load_plan("pangu_ultra_135b_8k"))
+    assert none["rows"] == 0 and none["text"].startswith("unvalidated: no published dense BF16 run on Atlas 800T A2")
+    with pytest.raises(InvalidParameterError, match="expected a PlanSpec"):
+        plan_evidence("llama3_70b_h100_64")
+
+
+def test_the_unvalidated_presets_the_accuracy_page_names(computed):
+    """docs/background/accuracy.md: 'unvalidated where the suites hold none (the Ascend,
+    MI300X, H200 presets today, and BF16 on Blackwell)'."""
+    from markovsim.training import load_hardware
+
+    page = (CASES.parents[1] / "docs" / "background" / "accuracy.md").read_text()
+    assert "(the Ascend, MI300X, H200 presets today, and BF16 on Blackwell)" in " ".join(page.split())
+    keys = computed["groups"]
+    for name in ("atlas_800t_a2", "cloudmatrix384", "mi300x", "h200_sxm"):
+        hw = load_hardware(name).name
+        assert not any(k.startswith(f"{hw} |") for k in keys), name
+    for name in ("b200", "gb200_nvl72", "b300", "gb300_nvl72"):
+        assert f"{load_hardware(name).name} | dense | bf16" not in keys, name
