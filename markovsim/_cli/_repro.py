@@ -59,7 +59,11 @@ VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (is
                      ("automodel_training_runs.toml", "published NeMo AutoModel pre-training runs (PyTorch FSDP2 "
                                                       "on H100, MoE with DeepEP; never calibrated on)"),
                      ("reports_training_runs.toml", "published pre-training runs from model reports (BLOOM, GLM-130B, "
-                                                    "LLaMA, Nemotron-4 on A100 and H100; never calibrated on)"))
+                                                    "LLaMA, Nemotron-4 on A100 and H100, PaLM on TPU v4; never "
+                                                    "calibrated on)"),
+                     ("longcontext_training_runs.toml", "published long-context runs with context parallelism (NeMo, "
+                                                        "Llama 2 7B on H100 and Llama 3 8B on B200, 4K-1M tokens; "
+                                                        "never calibrated on)"))
 
 
 def _validations(out: Path) -> list:

@@ -21,7 +21,7 @@ The table is computed from the suites by :func:`compute_evidence` and shipped as
 a test recomputes it, so a model change cannot leave it stale. To regenerate it after a
 change to the model or the suites::
 
-    python -m markovsim.training._evidence
+    python -m markovsim.training._write_evidence
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .._errors import InvalidParameterError
 __all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_for", "evidence_key", "plan_evidence"]
 
 #: the validation suites whose holdout rows are the evidence (``models/cases/<name>_training_runs.toml``)
-SUITES = ("gpu", "tpu", "mpt", "automodel", "reports")
+SUITES = ("gpu", "tpu", "mpt", "automodel", "reports", "longcontext")
 #: the shipped table, in ``models/cases``
 EVIDENCE_FILE = "holdout_evidence.json"
 #: outputs whose error is the model's time against the measured one (the others are rates)
@@ -144,7 +144,3 @@ def main() -> None:  # pragma: no cover - a maintenance command, checked by the 
     path = shipped_dir("models") / "cases" / EVIDENCE_FILE
     path.write_text(json.dumps(compute_evidence(), indent=1) + "\n")
     print(f"wrote {path}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

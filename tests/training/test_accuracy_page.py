@@ -12,13 +12,17 @@ from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel",
-                                                                                "reports")]
+                                                                                "reports", "longcontext")]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
 def _family(case: str) -> str:
     if case.startswith(("BLOOM 2022", "GLM-130B 2022", "LLaMA 2023")):
         return "A100, model reports (BLOOM-176B, GLM-130B, LLaMA-65B), step time, HFU, tokens/s"
+    if case.startswith("NeMo long sequence: Llama 2 7B"):
+        return "H100 FP8, NeMo 24.03 long sequence (Llama 2 7B, 4K-1M tokens, CP up to 32), TFLOP/s"
+    if case.startswith("NeMo long sequence: Llama 3 8B"):
+        return "B200 FP8, NeMo 25.04 long sequence (Llama 3 8B, 8K-1M tokens, CP up to 16), TFLOP/s"
     if case.startswith("PaLM 2022"):
         return "TPU v4, model report (PaLM 540B, 6,144 chips), tokens/s"
     if case.startswith("Nemotron-4") and " report: " in case:

@@ -200,3 +200,34 @@ def test_the_reports_suite_is_held_out_and_its_transcription_checks():
             assert implied == pytest.approx(149.77, rel=2e-3)
     report = validate_cases(suite)
     assert len(report.rows) == 14 and all(np.isfinite(r.predicted) for r in report.rows)
+
+
+def test_the_long_context_suite_is_held_out_and_its_transcription_checks():
+    """The long-sequence suite: every row a holdout; 4M tokens per batch at every length (the
+    tables' batch column times the sequence); the H100 degrees multiply to the GPU count and
+    the B200 ones to a quarter of it (the inconsistency the file states, with DP x 4 swept);
+    and NeMo's FLOP count (its llama2 formula: L h^2 (12 + 12 g/a + 18 f/h + 12 s/h +
+    6 V/(L h)) per token, attention without the mask) is the model's tflops_per_gpu
+    convention, so the rows compare like with like."""
+    import re
+    import tomllib
+    suite = SUITE.parent / "longcontext_training_runs.toml"
+    cases = tomllib.loads(suite.read_text())["case"]
+    assert len(cases) == 17 and {c["role"] for c in cases} == {"holdout"}
+    meta = ("name", "kind", "role", "source", "expect", "unpublished", "linearity")
+    for c in cases:
+        seq = int(re.search(r"(\d+)K tokens", c["name"]).group(1)) * 1024
+        assert c["workload"]["seq_len"] == seq and c["global_batch"] * seq == 4 * 2**20, c["name"]
+        gpus = int(re.search(r"SeqLen \d+K, (\d+) GPUs", c["source"]).group(1))
+        degrees = c["tp"] * c["pp"] * c["dp"] * c["cp"]
+        assert degrees == (gpus if "H100" in c["name"] else gpus // 4), c["name"]
+        if "B200" in c["name"]:
+            assert c["unpublished"]["dp"] == [c["dp"], 4 * c["dp"]]
+        out = case({k: v for k, v in c.items() if k not in meta})
+        flops_per_token = out["tflops_per_gpu"] * 1e12 / out["tokens_per_s_per_card"]
+        L, h, s, V = 32, 4096, seq, (32000 if "Llama 2" in c["name"] else 128256)
+        f, g_over_a = (11008, 1.0) if "Llama 2" in c["name"] else (14336, 8 / 32)
+        nemo = L * h * h * (12 + 12 * g_over_a + 18 * f / h + 12 * s / h + 6 * V / (L * h))
+        assert flops_per_token == pytest.approx(nemo, rel=1e-9), c["name"]
+    report = validate_cases(suite)
+    assert len(report.rows) == 17 and all(np.isfinite(r.predicted) for r in report.rows)

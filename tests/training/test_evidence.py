@@ -19,7 +19,7 @@ def computed():
 
 
 def test_the_shipped_table_is_the_suites_now(computed):
-    """A model change or a new holdout row without `python -m markovsim.training._evidence`
+    """A model change or a new holdout row without `python -m markovsim.training._write_evidence`
     fails here: the table a user's prediction quotes cannot go stale."""
     assert json.loads((CASES / EVIDENCE_FILE).read_text()) == json.loads(json.dumps(computed))
 
