@@ -16,15 +16,28 @@ SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu",
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
+#: case-name prefix -> family, where the prefix alone decides (checked in order, first match)
+_PREFIXES = (
+    (("BLOOM 2022", "GLM-130B 2022", "LLaMA 2023"),
+     "A100, model reports (BLOOM-176B, GLM-130B, LLaMA-65B), step time, HFU, tokens/s"),
+    ("NeMo long sequence: Llama 2 7B",
+     "H100 FP8, NeMo 24.03 long sequence (Llama 2 7B, 4K-1M tokens, CP up to 32), TFLOP/s"),
+    ("NeMo long sequence: Llama 3 8B",
+     "B200 FP8, NeMo 25.04 long sequence (Llama 3 8B, 8K-1M tokens, CP up to 16), TFLOP/s"),
+    ("PaLM 2022", "TPU v4, model report (PaLM 540B, 6,144 chips), tokens/s"),
+    ("MegaScale 2024 Table 2", "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"),
+    ("MegaScale 2024 Figure 9", "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"),
+    ("DGXC dev: Grok-1", "H100, Grok-1 314B MoE (DGXC, 8 experts, EP 8, 512-2,048 GPUs), step time"),
+    ("DGXC", "H100 BF16 and FP8, NVIDIA DGXC recipes (NeMo, weak scaling to 2,304 GPUs), step time"),
+    ("torchtitan", "A100, torchtitan FSDP2 (Llama 2 and 3, 64 GPUs), tokens/s"),
+    ("MT-NLG", "A100, Megatron-DeepSpeed (MT-NLG 530B), step time"),
+    ("Llama 3", "H100, Llama 3 405B (8K and 131K context), TFLOP/s"),
+    ("DeepSeek-V3 2024", "H800, DeepSeek-V3 (FP8, DualPipe), tokens/s"),
+    ("NeMo 24.07", "H100 FP8, NeMo 24.07 (dense), tokens/s"),
+)
+
+
 def _family(case: str) -> str:
-    if case.startswith(("BLOOM 2022", "GLM-130B 2022", "LLaMA 2023")):
-        return "A100, model reports (BLOOM-176B, GLM-130B, LLaMA-65B), step time, HFU, tokens/s"
-    if case.startswith("NeMo long sequence: Llama 2 7B"):
-        return "H100 FP8, NeMo 24.03 long sequence (Llama 2 7B, 4K-1M tokens, CP up to 32), TFLOP/s"
-    if case.startswith("NeMo long sequence: Llama 3 8B"):
-        return "B200 FP8, NeMo 25.04 long sequence (Llama 3 8B, 8K-1M tokens, CP up to 16), TFLOP/s"
-    if case.startswith("PaLM 2022"):
-        return "TPU v4, model report (PaLM 540B, 6,144 chips), tokens/s"
     if case.startswith("Nemotron-4") and " report: " in case:
         return "H100, Nemotron-4 15B and 340B reports (NeMo pre-training, 768-6,144 GPUs), step time"
     if case.startswith("AutoModel:"):
@@ -34,27 +47,12 @@ def _family(case: str) -> str:
         kind = next(k for k in ("A100 40GB", "A100 80GB", "H100 80GB") if k in case)
         return (f"{kind}{' ' + case.rsplit(', ', 1)[-1] if kind.startswith('H100') else ''}, MPT (llm-foundry, "
                 f"PyTorch FSDP, Triton flash attention), tokens/s")
-    if case.startswith("MegaScale 2024 Table 2"):
-        return "A100, Megatron-LM (MegaScale 175B, 256-12,288 GPUs), step time"
-    if case.startswith("MegaScale 2024 Figure 9"):
-        return "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"
-    if "Grok-1" in case:
-        return "H100, Grok-1 314B MoE (DGXC, 8 experts, EP 8, 512-2,048 GPUs), step time"
-    if case.startswith("DGXC"):
-        return "H100 BF16 and FP8, NVIDIA DGXC recipes (NeMo, weak scaling to 2,304 GPUs), step time"
-    if case.startswith("torchtitan"):
-        return "A100, torchtitan FSDP2 (Llama 2 and 3, 64 GPUs), tokens/s"
-    if case.startswith("MT-NLG"):
-        return "A100, Megatron-DeepSpeed (MT-NLG 530B), step time"
-    if case.startswith("Llama 3"):
-        return "H100, Llama 3 405B (8K and 131K context), TFLOP/s"
-    if case.startswith("DeepSeek-V3 2024"):
-        return "H800, DeepSeek-V3 (FP8, DualPipe), tokens/s"
-    if case.startswith("NeMo 24.07"):
-        return "H100 FP8, NeMo 24.07 (dense), tokens/s"
-    if case.startswith("MaxText") and "v5e" in case:
-        return f"TPU v5e, MaxText, {'one slice' if ' on v5e' in case else '2-32 slices'}, TFLOP/s"
+    family = next((f for prefix, f in _PREFIXES if case.startswith(prefix)), None)
+    if family is not None:
+        return family
     if case.startswith("MaxText"):
+        if "v5e" in case:
+            return f"TPU v5e, MaxText, {'one slice' if ' on v5e' in case else '2-32 slices'}, TFLOP/s"
         return f"TPU v5p, MaxText, {'two slices' if ' 2x ' in case else 'one slice'}, TFLOP/s"
     if "DeepSeek" in case or any(f"Qwen3-235B-A22B on 256 {s}," in case for s in ("GB200", "GB300", "H100")):
         return "NVIDIA, large MoE (DeepSeek-V3; Qwen3-235B with EP 16-32), tokens/s"
