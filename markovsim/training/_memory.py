@@ -72,7 +72,8 @@ from ._pipeline import SCHEDULE_CODES, Schedule
 from ._plan import fused_attention
 from ._workload import Recompute
 
-__all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "in_flight", "state_bytes", "zero_group"]
+__all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "in_flight", "parameter_copies", "state_bytes",
+           "zero_group"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
 _BF16_BYTES = 2.0
@@ -203,10 +204,16 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
         weights = weights + xp.where(zero >= 3, gathered, 0.0)
     grads = q["grad_bytes"] * both(2)
     optimizer = q["opt_bytes"] * both(1)
-    # DualPipe places two stages on each rank (stage i and stage p-1-i, one per direction):
-    # two copies of the model's parameters (DeepSeek-AI 2024, Table 2: "Parameter 2x"), each
-    # with its gradient buffer; one set of optimizer states (the copies are one parameter)
-    copies = xp.where(q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE], 2.0, 1.0)
+    # each copy of the parameters has its gradient buffer; one set of optimizer states (the
+    # copies are one parameter)
+    copies = parameter_copies(q, xp)
     return copies * weights, copies * grads, optimizer
+
+
+def parameter_copies(q, xp):
+    """Copies of its stage's parameters a rank holds: 2 under DualPipe, which places stage
+    :math:`i` and stage :math:`p-1-i` on each rank, one per direction (DeepSeek-AI 2024,
+    Table 2: "Parameter 2x"); 1 otherwise."""
+    return xp.where(q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE], 2.0, 1.0)
 
 

@@ -94,7 +94,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
-from ._memory import blended_activation_bytes, in_flight, state_bytes, zero_group
+from ._memory import blended_activation_bytes, in_flight, parameter_copies, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision, \
@@ -422,7 +422,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     o_dp, o_pg = c["o_dp"], c["o_pg"]
     # DualPipe's two stages per rank (module _memory): both copies' gradients are reduced and
     # both copies' weights gathered
-    copies = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], 2.0, 1.0)
+    copies = parameter_copies(q, jnp)
     gb_dp = gb * copies
     grad_ar = _bucketed(c, ar, dense_rank, gb_dp, n_dp, tp, o_dp)
     grad_rs = _bucketed(c, rs, dense_rank, gb_dp, n_sh, tp, o_dp)
