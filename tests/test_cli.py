@@ -711,6 +711,23 @@ def test_train_states_the_linearity_caveat_with_a_linearity(capsys):
     assert "caveat: linearity" not in out
 
 
+def test_train_gives_the_evidence_of_its_linearity(capsys):
+    """With a linearity table comes the holdout scale-ups on the same hardware and batch rule,
+    and (where there are enough) the linearity less their median gap per doubling of cards."""
+    got = run_json(capsys, "train", "llama3_70b_h100_64", "--cards", "64", "512", "--batch", "fixed-replica")
+    ev = got["scaling"]["evidence"]
+    assert ev["key"] == "NVIDIA H100 SXM5 80GB | fixed-replica" and ev["rows"] >= 5
+    first, second = got["scaling"]["points"]
+    assert first["linearity_at_median_gap"] == pytest.approx(first["linearity"])
+    assert second["linearity_at_median_gap"] == pytest.approx(
+        second["linearity"] - ev["median_points_per_doubling"] / 100 * 3)  # 64 -> 512: three doublings
+    code, out, _ = run(capsys, "train", "llama3_70b_h100_64", "--cards", "64", "512", "--batch", "fixed-replica")
+    assert code == 0 and "at the median gap" in out and f"linearity evidence: on {ev['rows']} published" in out
+    # an accelerator no held-out scale-up ran on says so, and shows no adjusted column
+    code, out, _ = run(capsys, "train", PLAN, "--baseline", "4096", "--cards", "8192")
+    assert "linearity evidence: unvalidated: no published scale-up on" in out and "at the median gap" not in out
+
+
 def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
     """A plan over its usable memory says by how much, and whether it still fits the HBM
     (tight) or not; the header names the recomputed modules and the moment format."""

@@ -66,6 +66,8 @@ def run(args) -> int:
         # the baseline first, then each other size once, in the order given
         sizes = [baseline, *(n for n in dict.fromkeys(args.cards or [plan.world_size]) if n != baseline)]
         scaling = tr.linearity_points(spec, sizes, batch=_batch(args.batch), jitter_cv=args.jitter_cv)
+        lin_evidence = tr.linearity_evidence(spec.hardware, args.batch)
+        gap = _at_median_gap(lin_evidence, scaling)
     usable = o["usable_memory_bytes"]
     step = o["step_time_s"]
     parts = [(name, o[key]) for name, key in _parts() if o[key] > 0 or key == "bubble_s"]
@@ -96,7 +98,8 @@ def run(args) -> int:
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
-                          "points": scaling, "caveat": _linearity_caveat()},
+                          "points": [{**r, "linearity_at_median_gap": m} for r, m in zip(scaling, gap)],
+                          "evidence": lin_evidence, "caveat": _linearity_caveat()},
                       **({} if ops is None else {"operators": [dataclasses.asdict(r) for r in ops]})})
         return 0
     print(f"{spec.name}  ({path})")
@@ -142,18 +145,32 @@ def run(args) -> int:
         print()
         print(f"linearity (batch {args.batch}, baseline {scaling[0]['cards']} cards"
               + (f", rank jitter CV {args.jitter_cv:g}" if args.jitter_cv else "") + ")")
+        shown = any(m is not None for m in gap)
         print(c.table([(str(r["cards"]), str(r["dp"]), str(r["global_batch"]), f"{r['step_time_s']:.4f}",
-                        f"{r['tokens_per_s']:.4g}", f"{r['linearity']:.4f}") for r in scaling],
-                      ("cards", "dp", "global batch", "step time (s)", "tokens/s", "linearity"),
-                      right=(0, 1, 2, 3, 4, 5)))
+                        f"{r['tokens_per_s']:.4g}", f"{r['linearity']:.4f}")
+                       + ((("" if m is None else f"{m:.4f}"),) if shown else ()) for r, m in zip(scaling, gap)],
+                      ("cards", "dp", "global batch", "step time (s)", "tokens/s", "linearity")
+                      + (("at the median gap",) if shown else ()),
+                      right=(0, 1, 2, 3, 4, 5, 6)))
+        print(f"\nlinearity evidence: {lin_evidence['text']}")
+        if shown:
+            print("at the median gap: the linearity less the published runs' median loss per doubling of cards "
+                  "beyond the model, times the doublings above the baseline; a reading of the same holdout rows, "
+                  "not a prediction")
         print(f"\ncaveat: {_linearity_caveat()}")
     return 0
 
 
-def _linearity_caveat() -> str:
-    from ..training._outputs import LINEARITY_CAVEAT
+def _at_median_gap(evidence: dict, points: list[dict]) -> list:
+    from ..training._evidence import at_median_gap
 
-    return LINEARITY_CAVEAT
+    return at_median_gap(evidence, points)
+
+
+def _linearity_caveat() -> str:
+    from ..training._evidence import linearity_caveat
+
+    return linearity_caveat()
 
 
 def _batch(text: str):

@@ -156,10 +156,10 @@ from ._outputs import (  # noqa: E402
     plan_caveats as plan_caveats,
     plan_outputs as plan_outputs,
 )
-from ._evidence import plan_evidence as plan_evidence  # noqa: E402
+from ._evidence import linearity_evidence as linearity_evidence, plan_evidence as plan_evidence  # noqa: E402
 
-__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_points", "plan_caveats", "plan_evidence",
-            "plan_outputs"]
+__all__ += ["MODEL_KIND", "PLAN_OUTPUT_UNITS", "batch_rule", "linearity_evidence", "linearity_points", "plan_caveats",
+            "plan_evidence", "plan_outputs"]
 
 from .._entry import guard_public as _guard_public  # noqa: E402  (argument checks at every public function)
 

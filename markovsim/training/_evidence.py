@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
 from .._errors import InvalidParameterError
 
-__all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_for", "evidence_key", "plan_evidence"]
+__all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_for", "evidence_key", "linearity_evidence",
+           "linearity_caveat", "linearity_key", "plan_evidence"]
 
 #: the validation suites whose holdout rows are the evidence (``models/cases/<name>_training_runs.toml``)
 SUITES = ("gpu", "tpu", "mpt", "automodel", "reports", "longcontext")
@@ -46,6 +48,8 @@ _TIMES = ("step_time_s",)
 FEW = 5
 #: the tolerance the suites hold a row to
 _TOLERANCE = 0.10
+#: the tolerance the suites hold a linearity to (2 points)
+_POINTS = 2.0
 
 
 def evidence_key(hardware_name: str, moe: bool, precision: str) -> str:
@@ -59,12 +63,70 @@ def _speed_error(output: str, reported: float, predicted: float) -> float:
     return predicted / reported - 1.0
 
 
+def linearity_key(hardware_name: str, batch: str) -> str:
+    """The key of a linearity group: ``"<hardware name> | <batch rule>"`` (``fixed-global``,
+    ``fixed-replica`` or ``given``, a case's list of global batches)."""
+    return f"{hardware_name} | {batch}"
+
+
+def _linearity_rows(folder: Path, suites: Iterable[str]) -> list[tuple[str, str, str, int, int, float, float]]:
+    """(key, case name, suite file, baseline, cards, predicted, reported) of every holdout
+    linearity row, the model's linearity computed as ``markovsim validate`` computes it (the
+    case's own plan and ``[linearity]`` table, unpublished inputs at their stated values)."""
+    from .._io import read_document
+    from ._calibrate import _META, _value
+    from ._outputs import _case
+    from ._spec import plan_from_document
+
+    rows = []
+    for suite in suites:
+        path = folder / f"{suite}_training_runs.toml"
+        for i, case in enumerate(read_document(path).get("case", [])):
+            if (case.get("kind") != "train" or case.get("role", "check") != "holdout"
+                    or "linearity" not in case.get("expect", {})):
+                continue
+            where = f"{path.name}: case[{i}]"
+            doc = {k: v for k, v in case.items() if k not in _META}
+            table = case.get("linearity", {})
+            spec = plan_from_document(doc, where=where, base=path.parent)
+            predicted = _case({**doc, "linearity": table}, where=where, base=path.parent)["linearity"]
+            batch = "given" if "global_batches" in table else str(table.get("batch"))
+            rows.append((linearity_key(spec.hardware.name, batch), case.get("name", where), path.name,
+                         int(table["baseline"]), int(table.get("cards", spec.plan.world_size)), float(predicted),
+                         _value(case["expect"]["linearity"], "linearity", f"{where}.expect.linearity")))
+    return rows
+
+
+def _linearity_groups(rows) -> dict[str, Any]:
+    """Per key: ``rows``, ``within_2pts``, ``above`` (rows where the model's linearity is
+    higher than the measured), ``median_abs_points``, ``min_points`` / ``max_points`` (the
+    model's linearity minus the measured, in points) and, over the rows that grow
+    (cards > baseline), the same gap per doubling of cards (``*_points_per_doubling``)."""
+    by_key: dict[str, list] = {}
+    for key, name, _, baseline, cards, predicted, reported in rows:
+        by_key.setdefault(key, []).append((name, baseline, cards, 100.0 * (predicted - reported)))
+    groups = {}
+    for key in sorted(by_key):
+        gaps = [g for _, _, _, g in by_key[key]]
+        per = [g / math.log2(n / n0) for _, n0, n, g in by_key[key] if n > n0]
+        groups[key] = {"rows": len(gaps), "within_2pts": sum(abs(g) <= _POINTS + 1e-9 for g in gaps),
+                       "above": sum(g > 0 for g in gaps), "median_abs_points": round(statistics.median(map(abs, gaps)), 6),
+                       "min_points": round(min(gaps), 6), "max_points": round(max(gaps), 6),
+                       **({"median_points_per_doubling": round(statistics.median(per), 6),
+                           "min_points_per_doubling": round(min(per), 6),
+                           "max_points_per_doubling": round(max(per), 6)} if per else {}),
+                       "cases": [n for n, _, _, _ in by_key[key]]}
+    return groups
+
+
 def compute_evidence(cases_dir: str | Path | None = None, suites: Iterable[str] = SUITES) -> dict[str, Any]:
-    """The evidence table from the holdout rows of the shipped suites (linearity rows left
-    out: their error is in points, not a speed). Returns ``{"suites": [...], "groups": {key:
-    {...}}}``, each group with ``rows``, ``within_10pct``, ``median_abs_error`` (fractions, as
-    the suites count errors), ``min_speed_error`` / ``max_speed_error`` (fractions) and
-    ``cases`` (the rows' names)."""
+    """The evidence table from the holdout rows of the shipped suites. Returns ``{"suites":
+    [...], "groups": {key: {...}}, "linearity": {key: {...}}}``: each group of ``groups`` (the
+    outputs other than linearity) with ``rows``, ``within_10pct``, ``median_abs_error``
+    (fractions, as the suites count errors), ``min_speed_error`` / ``max_speed_error``
+    (fractions) and ``cases`` (the rows' names); the linearity rows, whose error is in
+    points, grouped by hardware and batch rule (:func:`linearity_key`) as
+    :func:`_linearity_groups` says."""
     from .._io import shipped_dir
     from ._calibrate import runs_from_cases
     from ._outputs import plan_outputs
@@ -89,7 +151,7 @@ def compute_evidence(cases_dir: str | Path | None = None, suites: Iterable[str] 
                        "median_abs_error": round(statistics.median(rel), 6),
                        "min_speed_error": round(min(speed), 6), "max_speed_error": round(max(speed), 6),
                        "cases": [n for n, _, _ in errors[key]]}
-    return {"suites": names, "groups": groups}
+    return {"suites": names, "groups": groups, "linearity": _linearity_groups(_linearity_rows(folder, suites))}
 
 
 @functools.lru_cache(maxsize=1)
@@ -139,6 +201,74 @@ def evidence_for(hardware, workload, precision) -> dict[str, Any]:
             f"the measured (positive: faster than the run)"
             + ("; too few runs to judge" if n < FEW else "") + " (docs/background/accuracy.md)")
     return {"key": key, **{k: v for k, v in group.items() if k != "cases"}, "text": text}
+
+
+def linearity_evidence(hardware, batch: str) -> dict[str, Any]:
+    """What the holdout suites say about a linearity computed on ``hardware`` (a
+    :class:`~markovsim.training.Hardware`) under a batch rule (``"fixed-global"``,
+    ``"fixed-replica"`` or ``"given"``; ``"fixed-global=N"`` is read as its rule): a dict
+    with ``key``, ``rows`` (0 when none), the group's statistics when there are rows, and
+    ``text``, one line for a reader. The gap is the model's linearity minus the measured, in
+    points: positive, the run lost more than the model says.
+
+    >>> from markovsim.training import load_hardware
+    >>> linearity_evidence(load_hardware("h100_sxm"), "fixed-replica")["rows"] > 5
+    True
+    """
+    from ._hardware import Hardware
+
+    if not isinstance(hardware, Hardware):
+        raise InvalidParameterError(f"hardware={hardware!r}: expected a Hardware (load_hardware)")
+    kind = str(batch).partition("=")[0]
+    if kind not in ("fixed-global", "fixed-replica", "given"):
+        raise InvalidParameterError(f"batch={batch!r}: expected fixed-global, fixed-replica or given")
+    key = linearity_key(hardware.name, kind)
+    group = _load().get("linearity", {}).get(key)
+    rule = "a list of global batches" if kind == "given" else f"the {kind} batch"
+    if group is None:
+        text = (f"unvalidated: no published scale-up on {hardware.name} with {rule} is held out in the "
+                f"validation suites, so the error of this linearity is unknown (docs/background/scaling.md)")
+        return {"key": key, "rows": 0, "text": text}
+    n = group["rows"]
+    gap = (f"{group['min_points']:+.1f} points" if n == 1 else
+           f"{group['min_points']:+.1f} to {group['max_points']:+.1f} points, higher in {group['above']}")
+    text = (f"on {n} published scale-up{'s' if n != 1 else ''} on {hardware.name} with {rule} held out from "
+            f"calibration, {group['within_2pts']} within 2 points; the model's linearity less the measured {gap}")
+    if "median_points_per_doubling" in group:
+        text += (f"; per doubling of cards {group['median_points_per_doubling']:+.2f} points"
+                 + ("" if n == 1 else f" at the median ({group['min_points_per_doubling']:+.2f} to "
+                                      f"{group['max_points_per_doubling']:+.2f})"))
+    text += ("; too few runs to judge" if n < FEW else "") + " (docs/background/scaling.md)"
+    return {"key": key, **{k: v for k, v in group.items() if k != "cases"}, "text": text}
+
+
+def linearity_caveat() -> str:
+    """The caveat shown with every linearity table, from the holdout linearity rows of every
+    suite (:func:`compute_evidence`): how many, how many within 2 points, how many the model
+    puts above the measured, the largest gap, and the same count on GPUs alone."""
+    groups = _load().get("linearity", {})
+    rows = sum(g["rows"] for g in groups.values())
+    gpu = [g for k, g in groups.items() if not k.startswith("Google TPU")]
+    return (f"linearity: on {rows} published scale-ups (MegaScale, MT-NLG, Llama 3, the Nemotron-4 reports and "
+            f"NVIDIA's DGXC series on GPUs; MaxText on TPU v5p and v5e slices) the model's linearity was within 2 "
+            f"points in {sum(g['within_2pts'] for g in groups.values())} and higher than measured in "
+            f"{sum(g['above'] for g in groups.values())} (largest gap "
+            f"{max(max(abs(g['min_points']), abs(g['max_points'])) for g in groups.values()):.1f} points); on GPUs it "
+            f"was higher in {sum(g['above'] for g in gpu)} of {sum(g['rows'] for g in gpu)}: per-step costs that grow "
+            f"with scale are missing there, read it as an upper bound (docs/background/scaling.md)")
+
+
+def at_median_gap(group: dict[str, Any], points: list[dict]) -> list[float | None]:
+    """Each point's linearity lowered by the group's median gap per doubling of cards (from
+    :func:`linearity_evidence`) times its doublings above the baseline (``points[0]``);
+    ``None`` below the baseline, or where the group has fewer than :data:`FEW` rows. A reading
+    of the evidence, not a prediction: the median is taken over the same holdout rows."""
+    per = group.get("median_points_per_doubling")
+    if per is None or group.get("rows", 0) < FEW:
+        return [None for _ in points]
+    base = points[0]["cards"]
+    return [None if p["cards"] < base else p["linearity"] - per / 100.0 * math.log2(p["cards"] / base)
+            for p in points]
 
 
 def main() -> None:  # pragma: no cover - a maintenance command, checked by the test of the table

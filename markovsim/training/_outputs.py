@@ -66,15 +66,6 @@ FP8_WITHOUT_PEAK_CAVEAT = ("precision fp8 on {name}, whose hardware file gives n
                            "written, so read the numbers as a what-if, not a prediction")
 
 
-#: what the validation measured for linearity (the scale-up rows of both shipped suites):
-#: said wherever the command line shows a linearity
-LINEARITY_CAVEAT = ("linearity: on 90 published scale-ups (MegaScale, MT-NLG, Llama 3 and NVIDIA's DGXC series on "
-                    "GPUs; MaxText on TPU v5p and v5e slices) the model's linearity was within 2 points in 52 and "
-                    "higher than measured in 77 (largest gap 10.6 points); on GPUs it was higher in 64 of 67: "
-                    "per-step costs that grow with scale are missing there, read it as an upper bound "
-                    "(docs/background/scaling.md)")
-
-
 #: said when the generation of the fused attention kernel alone moves the step by more than
 #: KERNEL_SENSITIVITY ({now}, {other}: the plan's and the other fused kernel; {change}: the
 #: step's relative change with the other, in per cent)

@@ -154,6 +154,7 @@ _GOOD_FOR: dict[str, dict[str, Callable[[], Any]]] = {
         "deepseek_v3"), "node_size": lambda: 8, "ep": lambda: 64, "dispatch": lambda: "per-rank",
         "routing": lambda: "consecutive"},
     "markovsim.training.scale_plan": {"plan": lambda: plan_spec().plan, "cards": lambda: 128},
+    "markovsim.training.linearity_evidence": {"batch": lambda: "fixed-replica"},
     "markovsim.training.pipeline_makespans": {"work": lambda: np.ones((4, 8))},
     "markovsim.availability.build_model": {"plan": lambda: _av().load_recovery("gpu_checkpoint_only")},
     "markovsim.availability.time_to_train": {"work": lambda: 1e6},

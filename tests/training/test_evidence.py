@@ -8,7 +8,8 @@ import pytest
 
 from markovsim import InvalidParameterError
 from markovsim.training import load_plan, plan_evidence, runs_from_cases
-from markovsim.training._evidence import EVIDENCE_FILE, SUITES, _speed_error, compute_evidence
+from markovsim.training._evidence import (
+    EVIDENCE_FILE, FEW, SUITES, _linearity_rows, _speed_error, at_median_gap, compute_evidence, linearity_evidence)
 
 CASES = Path(__file__).resolve().parents[2] / "models" / "cases"
 
@@ -77,3 +78,43 @@ def test_the_unvalidated_presets_the_accuracy_page_names(computed):
         assert not any(k.startswith(f"{hw} |") for k in keys), name
     for name in ("b200", "gb200_nvl72", "b300", "gb300_nvl72"):
         assert f"{load_hardware(name).name} | dense | bf16" not in keys, name
+
+
+def test_every_holdout_linearity_is_counted_once_as_validate_computes_it(computed):
+    """The linearity groups hold each holdout scale-up of every suite once, and the model's
+    linearity in them is the one ``markovsim validate`` prints (checked on the TPU suite)."""
+    from markovsim.validate import validate_cases
+
+    rows = {s: [r for r in validate_cases(CASES / f"{s}_training_runs.toml").rows
+                if r.role == "holdout" and r.output == "linearity"] for s in SUITES}
+    groups = computed["linearity"].values()
+    assert sum(g["rows"] for g in groups) == sum(map(len, rows.values())) > 90
+    assert sorted(n for g in groups for n in g["cases"]) == sorted(r.case for v in rows.values() for r in v)
+    mine = {name: (predicted, reported) for _, name, *_, predicted, reported in _linearity_rows(CASES, ["tpu"])}
+    for r in rows["tpu"]:
+        assert mine[r.case] == (pytest.approx(r.predicted, rel=1e-12), pytest.approx(r.reported, rel=1e-12))
+    for g in groups:
+        assert 0 <= g["within_2pts"] <= g["rows"] and 0 <= g["above"] <= g["rows"]
+        assert g["min_points"] <= g["max_points"] and g["median_abs_points"] >= 0
+
+
+def test_a_linearity_says_its_evidence_or_that_it_has_none():
+    from markovsim.training import load_hardware
+
+    h100 = linearity_evidence(load_hardware("h100_sxm"), "fixed-replica=64")  # "=N" is read as its rule
+    assert h100["key"] == "NVIDIA H100 SXM5 80GB | fixed-replica" and h100["rows"] >= FEW
+    assert h100["above"] > h100["rows"] / 2 and h100["median_points_per_doubling"] > 0  # the model over-predicts
+    assert f"on {h100['rows']} published scale-ups" in h100["text"]
+    none = linearity_evidence(load_hardware("atlas_800t_a2"), "fixed-global")
+    assert none["rows"] == 0 and none["text"].startswith("unvalidated: no published scale-up on Atlas 800T A2")
+    with pytest.raises(InvalidParameterError, match="batch='weak'"):
+        linearity_evidence(load_hardware("h100_sxm"), "weak")
+
+
+def test_the_median_gap_reading_is_the_median_per_doubling_times_the_doublings():
+    group = {"rows": FEW, "median_points_per_doubling": 1.5}
+    points = [{"cards": 64, "linearity": 1.0}, {"cards": 512, "linearity": 0.99}, {"cards": 32, "linearity": 1.01}]
+    got = at_median_gap(group, points)
+    assert got[0] == pytest.approx(1.0) and got[1] == pytest.approx(0.99 - 0.045) and got[2] is None
+    assert at_median_gap({**group, "rows": FEW - 1}, points) == [None, None, None]
+    assert at_median_gap({"rows": 10}, points) == [None, None, None]
