@@ -60,7 +60,7 @@ def run(args) -> int:
     spec, path, changes = c.load(args.model, tr.MODEL_KIND, tr.plan_from_document, args.sets)
     o = tr.plan_outputs(spec)
     plan = spec.plan
-    scaling = None
+    scaling, gap = None, []
     if args.cards or args.baseline is not None:
         baseline = args.baseline if args.baseline is not None else plan.world_size
         # the baseline first, then each other size once, in the order given
@@ -74,6 +74,8 @@ def run(args) -> int:
     if args.csv:
         rows = [(k, v, tr.PLAN_OUTPUT_UNITS.get(k, "1")) for k, v in o.items()]
         rows += [(f"linearity@{r['cards']}", r["linearity"], "1") for r in scaling or ()]
+        rows += [(f"linearity_at_median_gap@{r['cards']}", m, "1")
+                 for r, m in zip(scaling or (), gap) if m is not None]
         c.write_csv(args.csv, ("output", "value", "unit"), rows, force=args.force)
     if args.plot:
         def draw(axes):
@@ -83,7 +85,13 @@ def run(args) -> int:
             plot_breakdown(dict(parts), unit="s", ax=ax)
             ax.set_title(f"{spec.name}: step time {step:.3g} s")
             if scaling:
-                axes[1].plot([r["cards"] for r in scaling], [r["linearity"] for r in scaling], marker="o")
+                axes[1].plot([r["cards"] for r in scaling], [r["linearity"] for r in scaling], marker="o",
+                             label="model")
+                shown = [(r["cards"], m) for r, m in zip(scaling, gap) if m is not None]
+                if shown:
+                    axes[1].plot(*zip(*shown), marker="x", linestyle="--",
+                                 label="at the median published gap (a reading, not a prediction)")
+                    axes[1].legend(fontsize="small")
                 axes[1].set_xscale("log", base=2)
                 axes[1].set_xlabel("cards")
                 axes[1].set_ylabel(f"linearity (baseline {scaling[0]['cards']})")
