@@ -35,7 +35,7 @@ from typing import Any, Iterable
 
 from .._errors import InvalidParameterError
 
-__all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_for", "evidence_key", "linearity_evidence",
+__all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_markdown", "evidence_for", "evidence_key", "linearity_evidence",
            "linearity_caveat", "linearity_key", "plan_evidence"]
 
 #: the validation suites whose holdout rows are the evidence (``models/cases/<name>_training_runs.toml``)
@@ -269,6 +269,28 @@ def at_median_gap(group: dict[str, Any], points: list[dict]) -> list[float | Non
     base = points[0]["cards"]
     return [None if p["cards"] < base else p["linearity"] - per / 100.0 * math.log2(p["cards"] / base)
             for p in points]
+
+
+def evidence_markdown(table: dict[str, Any] | None = None) -> list[str]:
+    """The evidence table (:func:`compute_evidence`'s, or the shipped one) as Markdown lines:
+    one table of the step-time groups, one of the linearity groups, for ``make repro``'s
+    report."""
+    table = _load() if table is None else table
+    md = ["| hardware, kind, GEMM precision | holdout rows | within 10 % | median error | model's speed against the "
+          "measured |", "|---|---|---|---|---|"]
+    for key, g in table["groups"].items():
+        md.append(f"| {key.replace(' | ', ', ')} | {g['rows']} | {g['within_10pct']} | "
+                  f"{100 * g['median_abs_error']:.1f} % | {100 * g['min_speed_error']:+.1f} % to "
+                  f"{100 * g['max_speed_error']:+.1f} % |")
+    md += ["", "| hardware, batch rule | holdout scale-ups | within 2 points | model above the measured | model less "
+           "measured (points) | per doubling of cards, median (range) |", "|---|---|---|---|---|---|"]
+    for key, g in table.get("linearity", {}).items():
+        per = ("" if "median_points_per_doubling" not in g else
+               f"{g['median_points_per_doubling']:+.2f} ({g['min_points_per_doubling']:+.2f} to "
+               f"{g['max_points_per_doubling']:+.2f})")
+        md.append(f"| {key.replace(' | ', ', ')} | {g['rows']} | {g['within_2pts']} | {g['above']} | "
+                  f"{g['min_points']:+.1f} to {g['max_points']:+.1f} | {per} |")
+    return md
 
 
 def main() -> None:  # pragma: no cover - a maintenance command, checked by the test of the table

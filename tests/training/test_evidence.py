@@ -118,3 +118,16 @@ def test_the_median_gap_reading_is_the_median_per_doubling_times_the_doublings()
     assert got[0] == pytest.approx(1.0) and got[1] == pytest.approx(0.99 - 0.045) and got[2] is None
     assert at_median_gap({**group, "rows": FEW - 1}, points) == [None, None, None]
     assert at_median_gap({"rows": 10}, points) == [None, None, None]
+
+
+def test_the_report_tables_hold_every_group_once(computed):
+    """``make repro``'s report prints the evidence as two Markdown tables, a row per group."""
+    from markovsim.training._evidence import evidence_markdown
+
+    md = evidence_markdown(computed)
+    blank = md.index("")
+    steps, lins = md[2:blank], md[blank + 3:]
+    assert len(steps) == len(computed["groups"]) and len(lins) == len(computed["linearity"])
+    h100 = computed["linearity"]["NVIDIA H100 SXM5 80GB | fixed-replica"]
+    assert (f"| NVIDIA H100 SXM5 80GB, fixed-replica | {h100['rows']} | {h100['within_2pts']} | {h100['above']} |"
+            in "\n".join(lins))
