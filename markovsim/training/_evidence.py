@@ -123,8 +123,8 @@ def compute_evidence(cases_dir: str | Path | None = None, suites: Iterable[str] 
     """The evidence table from the holdout rows of the shipped suites. Returns ``{"suites":
     [...], "groups": {key: {...}}, "linearity": {key: {...}}}``: each group of ``groups`` (the
     outputs other than linearity) with ``rows``, ``within_10pct``, ``median_abs_error``
-    (fractions, as the suites count errors), ``min_speed_error`` / ``max_speed_error``
-    (fractions) and ``cases`` (the rows' names); the linearity rows, whose error is in
+    (fractions, as the suites count errors), ``min_speed_error`` / ``median_speed_error`` /
+    ``max_speed_error`` (fractions, signed) and ``cases`` (the rows' names); the linearity rows, whose error is in
     points, grouped by hardware and batch rule (:func:`linearity_key`) as
     :func:`_linearity_groups` says."""
     from .._io import shipped_dir
@@ -149,7 +149,8 @@ def compute_evidence(cases_dir: str | Path | None = None, suites: Iterable[str] 
         speed = [x for _, _, x in errors[key]]
         groups[key] = {"rows": len(rel), "within_10pct": sum(x <= _TOLERANCE + 1e-12 for x in rel),
                        "median_abs_error": round(statistics.median(rel), 6),
-                       "min_speed_error": round(min(speed), 6), "max_speed_error": round(max(speed), 6),
+                       "min_speed_error": round(min(speed), 6), "median_speed_error": round(statistics.median(speed), 6),
+                       "max_speed_error": round(max(speed), 6),
                        "cases": [n for n, _, _ in errors[key]]}
     return {"suites": names, "groups": groups, "linearity": _linearity_groups(_linearity_rows(folder, suites))}
 
@@ -198,7 +199,7 @@ def evidence_for(hardware, workload, precision) -> dict[str, Any]:
     text = (f"on {n} published {kind} run{'s' if n != 1 else ''} on {hardware.name} held out from "
             f"calibration, {ok} within 10 %, median error {100 * group['median_abs_error']:.1f} %; the model's "
             f"speed {100 * group['min_speed_error']:+.1f} % to {100 * group['max_speed_error']:+.1f} % against "
-            f"the measured (positive: faster than the run)"
+            f"the measured, {100 * group['median_speed_error']:+.1f} % at the median (positive: faster than the run)"
             + ("; too few runs to judge" if n < FEW else "") + " (docs/background/accuracy.md)")
     return {"key": key, **{k: v for k, v in group.items() if k != "cases"}, "text": text}
 
@@ -277,11 +278,11 @@ def evidence_markdown(table: dict[str, Any] | None = None) -> list[str]:
     report."""
     table = _load() if table is None else table
     md = ["| hardware, kind, GEMM precision | holdout rows | within 10 % | median error | model's speed against the "
-          "measured |", "|---|---|---|---|---|"]
+          "measured, median (range) |", "|---|---|---|---|---|"]
     for key, g in table["groups"].items():
         md.append(f"| {key.replace(' | ', ', ')} | {g['rows']} | {g['within_10pct']} | "
-                  f"{100 * g['median_abs_error']:.1f} % | {100 * g['min_speed_error']:+.1f} % to "
-                  f"{100 * g['max_speed_error']:+.1f} % |")
+                  f"{100 * g['median_abs_error']:.1f} % | {100 * g['median_speed_error']:+.1f} % "
+                  f"({100 * g['min_speed_error']:+.1f} % to {100 * g['max_speed_error']:+.1f} %) |")
     md += ["", "| hardware, batch rule | holdout scale-ups | within 2 points | model above the measured | model less "
            "measured (points) | per doubling of cards, median (range) |", "|---|---|---|---|---|---|"]
     for key, g in table.get("linearity", {}).items():

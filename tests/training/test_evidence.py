@@ -33,6 +33,7 @@ def test_every_holdout_output_is_counted_once(computed):
     for g in groups:
         assert 0 <= g["within_10pct"] <= g["rows"] and g["min_speed_error"] <= g["max_speed_error"]
         assert g["median_abs_error"] >= 0
+        assert g["min_speed_error"] <= g["median_speed_error"] <= g["max_speed_error"]
 
 
 def test_the_speed_error_has_one_direction_whatever_the_output():
