@@ -105,6 +105,9 @@ KEY_DOCS = {
         "ep_dispatch": ("what the expert all-to-all moves per token: per-expert (one copy per routed expert, "
                         "Megatron's alltoall dispatcher) or per-rank (one copy per destination GPU and node: "
                         "DeepEP, DeepSeek-V3's dispatch)"),
+        "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
+                      "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
+                      "current MoE recipes; Megatron-core's default when unset is tp)"),
         "expert_routing": ("with ep_dispatch = 'per-rank': the routing that sets how many GPUs a token reaches: "
                            "random (balanced random sets of experts) or consecutive (NeMo AutoModel's benchmark "
                            "FakeBalancedGate)"),

@@ -133,6 +133,13 @@ class Plan:
     ``expert_routing``: what the expert all-to-all moves (:class:`EPDispatch`) and, for a
     ``per-rank`` dispatch, the routing pattern that sets how many GPUs and nodes a token
     reaches (:class:`ExpertRouting`; :func:`markovsim.training.dispatch_copies`).
+    ``expert_tp``: Megatron-core's ``expert_tensor_parallel_size`` as far as it places the
+    expert-parallel group: its ``ep`` ranks sit ``expert_tp`` ranks apart (Megatron-core's
+    expert rank order tp-ep-dp-pp), so the group spans ``ep x expert_tp`` consecutive ranks
+    and a node holds ``node_size / expert_tp`` of them; 1 (default) keeps them adjacent, the
+    setting of NVIDIA's current MoE recipes. Megatron-core's own default, when a run does not
+    set it, is the plan's ``tp``. Only the all-to-all's placement follows it (the experts'
+    compute is modelled as before).
     """
 
     tp: int
@@ -143,6 +150,7 @@ class Plan:
     virtual_stages: int = 1
     ep: int = 1
     cp: int = 1
+    expert_tp: int = 1
     zero_stage: int = 1
     zero_shard_group: int = 0
     sequence_parallel: bool = True
@@ -197,8 +205,8 @@ def _check_modules(w: Workload, modules) -> None:
 
 
 #: the plan's integer fields and its fields that name a member of an enumeration
-_INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp", "zero_stage",
-             "zero_shard_group", "recompute_layers", "offload_layers")
+_INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp", "expert_tp",
+             "zero_stage", "zero_shard_group", "recompute_layers", "offload_layers")
 _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
             "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision,
             "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting}
@@ -342,6 +350,15 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         if (plan.tp * plan.cp * plan.dp) % plan.ep:
             raise InvalidParameterError(
                 f"plan.ep={plan.ep}: expert parallelism must divide tp*cp*dp = "
+                f"{plan.tp * plan.cp * plan.dp} (the ranks of one pipeline stage)")
+    etp = check_integer("plan.expert_tp", plan.expert_tp, minimum=1)
+    if etp > 1:
+        if plan.ep == 1:
+            raise InvalidParameterError(
+                f"plan.expert_tp={etp}: places the expert-parallel group, so it needs ep > 1; expected 1")
+        if (plan.tp * plan.cp * plan.dp) % (plan.ep * etp):
+            raise InvalidParameterError(
+                f"plan.expert_tp={etp}: ep x expert_tp = {plan.ep * etp} must divide tp*cp*dp = "
                 f"{plan.tp * plan.cp * plan.dp} (the ranks of one pipeline stage)")
     if w.seq_len % plan.cp:
         raise InvalidParameterError(

@@ -116,7 +116,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
              "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
-             "ep_in", "ep_remote", *MODULE_KEYS.values())
+             "ep_in", "ep_remote", "etp", *MODULE_KEYS.values())
 
 
 def module_flags(modules: tuple[str, ...]) -> dict:
@@ -382,11 +382,13 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     bw, lat = _level(c, tp * cp)
     kv_block = mb * (s / cp) * c["kv_heads"] * (c["d_qk"] + c["d_v"]) * _BF16 / tp
     tp_comm = tp_comm + sh["stage_layers"] * m * 3.0 * (cp - 1) * (lat + kv_block / bw)
-    # EP all-to-all, node-limited routing across nodes
+    # EP all-to-all, node-limited routing across nodes; the group's ranks sit expert_tp apart,
+    # so a node holds node_size / expert_tp of them (ep_node_size) and the group spans ep x etp
     tokens = mb * s / (tp * cp)
-    n0 = c["node_size"]
-    bw_in, lat_in = _level(c, jnp.minimum(ep, n0))
-    bw_out, lat_out = _level(c, ep)
+    etp = q["etp"]
+    n0 = jnp.maximum(jnp.floor(c["node_size"] / etp), 1.0)
+    bw_in, lat_in = _level(c, jnp.minimum(ep, n0) * etp)
+    bw_out, lat_out = _level(c, ep * etp)
     nodes = jnp.ceil(ep / n0)
     # copies of a token inside the node and across nodes (module _dispatch: k and the remote
     # nodes per expert, or the distinct GPUs and nodes of a per-rank dispatch)
@@ -501,10 +503,16 @@ def _jit_kernel(c: dict, q: dict) -> dict:
     return _jit(c, q, legacy=bool(c["legacy"]), moe=bool(c["moe_layers"] > 0))
 
 
+def ep_node_size(node_size: int, expert_tp: int) -> int:
+    """Ranks of one expert-parallel group inside a node: the node's ranks over the stride
+    ``expert_tp`` between them (at least one)."""
+    return max(int(node_size) // int(expert_tp), 1)
+
+
 def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Hardware) -> dict:
-    inside, across = copies_array(workload, hardware.node_size, plan.ep, EPDispatch(plan.ep_dispatch),
-                                  ExpertRouting(plan.expert_routing))
-    return dict(ep_in=float(inside), ep_remote=float(across),
+    inside, across = copies_array(workload, ep_node_size(hardware.node_size, plan.expert_tp), plan.ep,
+                                  EPDispatch(plan.ep_dispatch), ExpertRouting(plan.expert_routing))
+    return dict(ep_in=float(inside), ep_remote=float(across), etp=plan.expert_tp,
                 tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
@@ -597,7 +605,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     """
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
-    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
+    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), etp=np.ones(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
                 opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)

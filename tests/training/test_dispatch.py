@@ -135,3 +135,37 @@ def test_plan_files_take_the_keys_and_refuse_a_typo():
         plan_from_document({**doc, "expert_routing": "roundrobin"})
     with pytest.raises(InvalidParameterError, match="ep_dispatch"):
         validate_plan(_moe(64, 4), Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, ep_dispatch="deepep"))
+
+
+def test_the_expert_group_is_placed_expert_tp_ranks_apart():
+    """``expert_tp`` (Megatron's expert_tensor_parallel_size) places the EP group: its ranks
+    sit expert_tp apart, so a node of 8 holds 8 / expert_tp of them and the copies crossing
+    nodes are those of a group spread over ep / (8 / expert_tp) nodes. 1 is the default and
+    changes nothing; a wider spread moves more over the slower scale-out network."""
+    from markovsim.training._step import _plan_arrays, ep_node_size
+
+    w = _moe(128, 8)
+    base = Plan(tp=4, pp=1, dp=16, ep=8, global_batch=64, micro_batch=1, zero_stage=1)
+    assert step_time(w, H100, base.replace(expert_tp=1)).step_time == step_time(w, H100, base).step_time
+    for etp in (1, 2, 4, 8):
+        q = _plan_arrays(validate_plan(w, base.replace(expert_tp=etp)), 0.0, w, H100)
+        inside, across = dispatch_copies(w, ep_node_size(8, etp), 8)
+        assert (q["ep_in"], q["ep_remote"], q["etp"]) == (float(inside), float(across), etp)
+    # per expert with 8 of 8 experts' ranks in one node: nothing crosses; over 4 nodes: 8 x 3/4
+    assert float(dispatch_copies(w, ep_node_size(8, 1), 8)[1]) == 0.0
+    assert float(dispatch_copies(w, ep_node_size(8, 4), 8)[1]) == pytest.approx(6.0)
+    exposed = [step_time(w, H100, base.replace(expert_tp=e)).ep_exposed for e in (1, 2, 4)]
+    assert exposed[0] < exposed[1] < exposed[2]
+
+
+def test_expert_tp_is_checked_against_the_plan():
+    w = _moe(128, 8)
+    with pytest.raises(InvalidParameterError, match="plan.expert_tp=2: places the expert-parallel group, so it needs ep > 1"):
+        validate_plan(w, Plan(tp=2, pp=1, dp=8, global_batch=8, expert_tp=2))
+    with pytest.raises(InvalidParameterError, match=r"ep x expert_tp = 32 must divide tp\*cp\*dp = 16"):
+        validate_plan(w, Plan(tp=2, pp=1, dp=8, ep=8, global_batch=8, expert_tp=4))
+    with pytest.raises(InvalidParameterError, match="plan.expert_tp"):
+        validate_plan(w, Plan(tp=2, pp=1, dp=8, ep=8, global_batch=8, expert_tp=0))
+    doc = {"workload": "deepseek_v3", "hardware": "h100_sxm", "tp": 2, "pp": 4, "dp": 32, "ep": 32, "expert_tp": 2,
+           "virtual_stages": 8, "schedule": "interleaved", "layer_split": "uneven", "global_batch": 512}
+    assert plan_from_document(doc).plan.expert_tp == 2
