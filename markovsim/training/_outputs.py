@@ -51,7 +51,7 @@ PLAN_OUTPUT_UNITS.update({
 MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.11 and 26.02 tables) the model "
               "came within 26 % for DeepSeek-V3 (nine runs) and Qwen3-235B with 16- or 32-way expert parallelism "
               "(five), but predicted 1.3-3.6x the measured throughput of the small fine-grained models "
-              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.03-1.16x "
+              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.06-1.20x "
               "that of Grok-1 (8 experts, 2 active; NVIDIA's DGXC recipe on 512-2,048 H100); on six NeMo "
               "AutoModel MoE runs (PyTorch FSDP2 and DeepEP on H100) it predicted 1.05-1.54x the measured "
               "throughput: the MoE layer's routing, permutation and host-synchronisation costs have no term; "
