@@ -831,15 +831,16 @@ def write_report(rows: Sequence[Row], out_dir: Path, *, expectations: dict[str, 
         if plot:
             embedded.add(plot)
     if validations:
-        from .training._evidence import compute_evidence, evidence_markdown
+        from .training._evidence import evidence_markdown
 
         md += ["## Validation: the evidence behind each answer", "",
                "The holdout rows of every suite grouped as `markovsim train` and `markovsim plan` quote them "
-               "(`evidence:` and `linearity evidence:` lines), recomputed from the suites for this report: by "
+               "(`evidence:` and `linearity evidence:` lines; `models/cases/holdout_evidence.json`, which a test "
+               "recomputes from the suites): by "
                "hardware preset, dense or MoE, and GEMM precision for step times and rates (the speed error "
                "positive where the model is faster than the run), by hardware preset and batch rule for "
                "linearity (the gap positive where the run lost more than the model says).", "",
-               *evidence_markdown(compute_evidence()), ""]
+               *evidence_markdown(), ""]
         (out_dir / "validation.json").write_text(json.dumps(
             {title: _json_safe(report.to_dict()) for title, report, _ in validations}, indent=2) + "\n")
     pngs = sorted(p.name for p in out_dir.glob("*.png") if p.name not in embedded)

@@ -69,13 +69,13 @@ def linearity_key(hardware_name: str, batch: str) -> str:
     return f"{hardware_name} | {batch}"
 
 
-def _linearity_rows(folder: Path, suites: Iterable[str]) -> list[tuple[str, str, str, int, int, float, float]]:
-    """(key, case name, suite file, baseline, cards, predicted, reported) of every holdout
+def _linearity_rows(folder: Path, suites: Iterable[str]) -> list[tuple[str, str, int, int, float, float]]:
+    """(key, case name, baseline, cards, predicted, reported) of every holdout
     linearity row, the model's linearity computed as ``markovsim validate`` computes it (the
     case's own plan and ``[linearity]`` table, unpublished inputs at their stated values)."""
-    from .._io import read_document
+    from .._io import Table, read_document
     from ._calibrate import _META, _value
-    from ._outputs import _case
+    from ._outputs import _case_linearity
     from ._spec import plan_from_document
 
     rows = []
@@ -89,9 +89,10 @@ def _linearity_rows(folder: Path, suites: Iterable[str]) -> list[tuple[str, str,
             doc = {k: v for k, v in case.items() if k not in _META}
             table = case.get("linearity", {})
             spec = plan_from_document(doc, where=where, base=path.parent)
-            predicted = _case({**doc, "linearity": table}, where=where, base=path.parent)["linearity"]
+            predicted = _case_linearity(Table(table, f"{where}: linearity", schema="train case", _path="linearity"),
+                                        spec)
             batch = "given" if "global_batches" in table else str(table.get("batch"))
-            rows.append((linearity_key(spec.hardware.name, batch), case.get("name", where), path.name,
+            rows.append((linearity_key(spec.hardware.name, batch), case.get("name", where),
                          int(table["baseline"]), int(table.get("cards", spec.plan.world_size)), float(predicted),
                          _value(case["expect"]["linearity"], "linearity", f"{where}.expect.linearity")))
     return rows
@@ -103,7 +104,7 @@ def _linearity_groups(rows) -> dict[str, Any]:
     model's linearity minus the measured, in points) and, over the rows that grow
     (cards > baseline), the same gap per doubling of cards (``*_points_per_doubling``)."""
     by_key: dict[str, list] = {}
-    for key, name, _, baseline, cards, predicted, reported in rows:
+    for key, name, baseline, cards, predicted, reported in rows:
         by_key.setdefault(key, []).append((name, baseline, cards, 100.0 * (predicted - reported)))
     groups = {}
     for key in sorted(by_key):

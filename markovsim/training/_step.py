@@ -386,7 +386,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # so a node holds node_size / expert_tp of them (ep_node_size) and the group spans ep x etp
     tokens = mb * s / (tp * cp)
     etp = q["etp"]
-    n0 = jnp.maximum(jnp.floor(c["node_size"] / etp), 1.0)
+    n0 = ep_node_size(c["node_size"], etp, xp=jnp)
     bw_in, lat_in = _level(c, jnp.minimum(ep, n0) * etp)
     bw_out, lat_out = _level(c, ep * etp)
     nodes = jnp.ceil(ep / n0)
@@ -503,14 +503,15 @@ def _jit_kernel(c: dict, q: dict) -> dict:
     return _jit(c, q, legacy=bool(c["legacy"]), moe=bool(c["moe_layers"] > 0))
 
 
-def ep_node_size(node_size: int, expert_tp: int) -> int:
+def ep_node_size(node_size, expert_tp, xp=np):
     """Ranks of one expert-parallel group inside a node: the node's ranks over the stride
-    ``expert_tp`` between them (at least one)."""
-    return max(int(node_size) // int(expert_tp), 1)
+    ``expert_tp`` between them (at least one); the one rule for the kernel (``xp=jnp``) and
+    the dispatch copies."""
+    return xp.maximum(xp.floor(node_size / expert_tp), 1.0)
 
 
 def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Hardware) -> dict:
-    inside, across = copies_array(workload, ep_node_size(hardware.node_size, plan.expert_tp), plan.ep,
+    inside, across = copies_array(workload, int(ep_node_size(hardware.node_size, plan.expert_tp)), plan.ep,
                                   EPDispatch(plan.ep_dispatch), ExpertRouting(plan.expert_routing))
     return dict(ep_in=float(inside), ep_remote=float(across), etp=plan.expert_tp,
                 tp=plan.tp, pp=plan.pp, dp=plan.dp, ep=plan.ep, cp=plan.cp, v=plan.virtual_stages,
