@@ -82,7 +82,9 @@ def _inputs(args):
     numerics = spec.plan if spec is not None else tr.Plan(tp=1, pp=1, dp=1, global_batch=1)  # the defaults
     if args.precision is not None:
         numerics = numerics.replace(precision=tr.Precision(args.precision),
-                                    fp8_params=numerics.fp8_params and args.precision == "fp8")
+                                    fp8_params=numerics.fp8_params and args.precision == "fp8",
+                                    ep_dispatch_precision=(numerics.ep_dispatch_precision if args.precision == "fp8"
+                                                           else tr.Precision.BF16))
     return workload, hardware, cards, batch, efficiency, changes, numerics
 
 
@@ -92,7 +94,8 @@ def _numerics_text(numerics, workload_moe=None) -> str:
             + f", {tr.AttentionKernel(n['attention_kernel']).value} attention, gradients reduced in "
             f"{tr.Precision(n['grad_reduce']).value}, Adam moments in {tr.Precision(n['optimizer_moments']).value}"
             + ("" if workload_moe is None else
-               f", {tr.EPDispatch(n['ep_dispatch']).value} expert dispatch"
+               f", {tr.EPDispatch(n['ep_dispatch']).value} expert dispatch in "
+               f"{tr.Precision(n['ep_dispatch_precision']).value}"
                + ("" if tr.EPDispatch(n['ep_dispatch']) is tr.EPDispatch.PER_EXPERT else
                   f" ({tr.ExpertRouting(n['expert_routing']).value} routing)")))
 

@@ -100,11 +100,15 @@ KEY_DOCS = {
         "layer_split": "how layers are cut into pipeline chunks",
         "attention_kernel": ("fused attention (flash: FlashAttention-2 or later; flash1: FlashAttention v1 or its "
                              "Triton port, at half the speed) or unfused"),
-        "precision": "number format of the GEMMs (fp8: FP8 GEMMs and expert dispatch)",
+        "precision": "number format of the GEMMs (fp8: FP8 GEMMs)",
         "grad_reduce": "number format of the gradient reduction",
         "ep_dispatch": ("what the expert all-to-all moves per token: per-expert (one copy per routed expert, "
                         "Megatron's alltoall dispatcher) or per-rank (one copy per destination GPU and node: "
                         "DeepEP, DeepSeek-V3's dispatch)"),
+        "ep_dispatch_precision": ("number format of what the expert all-to-all moves toward the experts (the forward "
+                                  "dispatch, the backward's gradients before the down-projection): bf16 (Megatron's "
+                                  "alltoall, DeepEP and HybridEP dispatchers, also in FP8 runs) or fp8 (quantized "
+                                  "before the transfer, DeepSeek-V3; needs precision = 'fp8'); the combines move BF16"),
         "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
                       "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
                       "current MoE recipes; Megatron-core's default when unset is tp)"),

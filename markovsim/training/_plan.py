@@ -109,7 +109,13 @@ class Plan:
     ``micro_batch`` count sequences.
 
     ``attention_kernel``: :class:`AttentionKernel`; ``precision``: GEMM number format
-    (``fp8`` runs GEMMs at the hardware's FP8 rate and dispatches MoE tokens in FP8);
+    (``fp8`` runs GEMMs at the hardware's FP8 rate); ``ep_dispatch_precision``: the number
+    format of what the expert all-to-all moves toward the experts (the forward dispatch and
+    the backward's activation gradients before the down-projection), ``bf16`` (default:
+    Megatron-core's ``alltoall``, DeepEP and HybridEP dispatchers move the BF16 hidden states
+    and the experts' GEMMs quantize them, also in FP8 runs) or ``fp8`` (quantized before the
+    transfer, as DeepSeek-V3 does, arXiv 2412.19437 sec. 3.3.3; needs ``precision = "fp8"``);
+    the combines, forward and backward, move BF16 either way;
     ``grad_reduce``: the format gradients are reduced and accumulated in (Megatron-LM keeps
     FP32 main gradients by default with BF16 training). ``zero_shard_group``: hybrid sharding
     (HSDP; Megatron-core's distributed-optimizer instances, MaxText's FSDP inside a slice):
@@ -164,6 +170,7 @@ class Plan:
     layer_split: LayerSplit = LayerSplit.EVEN
     ep_dispatch: EPDispatch = EPDispatch.PER_EXPERT
     expert_routing: ExpertRouting = ExpertRouting.RANDOM
+    ep_dispatch_precision: Precision = Precision.BF16
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
     grad_reduce: Precision = Precision.FP32
@@ -209,7 +216,7 @@ _INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", 
              "zero_stage", "zero_shard_group", "recompute_layers", "offload_layers")
 _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
             "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision,
-            "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting}
+            "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting, "ep_dispatch_precision": Precision}
 
 
 def member(name: str, value, kind: type[enum.Enum]) -> enum.Enum:
@@ -308,6 +315,14 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError("plan.precision='fp32': expected 'bf16' or 'fp8' (the GEMM format)")
     if Precision(plan.grad_reduce) is Precision.FP8:
         raise InvalidParameterError("plan.grad_reduce='fp8': expected 'fp32' or 'bf16'")
+    dispatch = Precision(plan.ep_dispatch_precision)
+    if dispatch is Precision.FP32:
+        raise InvalidParameterError("plan.ep_dispatch_precision='fp32': expected 'bf16' or 'fp8'")
+    if dispatch is Precision.FP8 and Precision(plan.precision) is not Precision.FP8:
+        raise InvalidParameterError(
+            f"plan.ep_dispatch_precision='fp8': an FP8 dispatch feeds FP8 expert GEMMs, so it needs "
+            f"precision='fp8' (got precision={Precision(plan.precision).value!r}); expected "
+            "ep_dispatch_precision='bf16' or precision='fp8'")
     w = workload.validate()
     _check_modules(w, modules)
     if w.heads % plan.tp:

@@ -33,7 +33,7 @@ __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "S
 
 #: the plan fields the search holds at one value rather than exploring (its numerics)
 NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments", "ep_dispatch",
-            "expert_routing")
+            "expert_routing", "ep_dispatch_precision")
 
 
 def plan_numerics(plan: Plan | None) -> dict:
@@ -49,6 +49,7 @@ def _numerics_arrays(numerics: dict, shape) -> dict:
     """The kernel's arrays for the held numerics (see :func:`evaluate_plans`)."""
     return dict(fp8=np.full(shape, float(Precision(numerics["precision"]) is Precision.FP8)),
                 fp8_params=np.full(shape, float(bool(numerics["fp8_params"]))),
+                disp_bytes=np.full(shape, Precision(numerics["ep_dispatch_precision"]).bytes),
                 attn=np.full(shape, float(ATTENTION_CODES[AttentionKernel(numerics["attention_kernel"])])),
                 grad_bytes=np.full(shape, Precision(numerics["grad_reduce"]).bytes),
                 opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes),

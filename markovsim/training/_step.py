@@ -36,7 +36,9 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     2 forward ones; context parallelism (ring attention) adds :math:`3 (cp-1)` transfers
     of a K/V block per layer and micro-batch (counted with TP and its overlap);
   - EP: dispatch and combine all-to-alls, forward and backward, per MoE layer per
-    micro-batch, of copies of the rank's tokens (dispatch in FP8 for FP8 runs): :math:`k`
+    micro-batch, of copies of the rank's tokens (the transfers toward the experts, the
+    forward dispatch and the backward's gradients, in ``ep_dispatch_precision``, BF16 by
+    default; the combines in BF16): :math:`k`
     per token with the default ``per-expert`` dispatch, one per destination GPU with
     ``per-rank`` (module ``_dispatch``, which also counts the copies across nodes). When the
     group spans several nodes, each token crosses the scale-out network once per remote node
@@ -115,7 +117,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
                    moe_act="rm_act", shared_experts="rm_shared")
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
-             "fp8_params", "uneven", "straggler", "attn", "fp8", "grad_bytes", "offload", "opt_bytes",
+             "fp8_params", "uneven", "straggler", "attn", "fp8", "disp_bytes", "grad_bytes", "offload", "opt_bytes",
              "ep_in", "ep_remote", "etp", *MODULE_KEYS.values())
 
 
@@ -393,7 +395,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # copies of a token inside the node and across nodes (module _dispatch: k and the remote
     # nodes per expert, or the distinct GPUs and nodes of a per-rank dispatch)
     copies, remote = q["ep_in"], q["ep_remote"]
-    disp = jnp.where(q["fp8"] > 0, 1.0, _BF16)
+    disp = q["disp_bytes"]  # the format of the transfers toward the experts (ep_dispatch_precision)
 
     def a2a(copies_bytes):
         inside = _ring(Collective.ALL_TO_ALL, tokens * copies * copies_bytes, jnp.minimum(ep, n0), bw_in, lat_in)
@@ -401,7 +403,9 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
         return jnp.where(ep > n0, jnp.maximum(inside, across), inside)
 
     if moe:
-        ep_layer = a2a(h * disp) + 3.0 * a2a(h * _BF16)
+        # the two transfers toward the experts (the forward dispatch, the backward's gradients
+        # before the down-projection) in the dispatch format, the two combines in BF16
+        ep_layer = 2.0 * a2a(h * disp) + 2.0 * a2a(h * _BF16)
         repeat = a2a(h * disp) + a2a(h * _BF16)  # full recomputation repeats the forward's pair
         again = (rec == RECOMPUTE_CODES[Recompute.FULL]) | ((rec == RECOMPUTE_CODES[Recompute.SELECTIVE])
                                                             & (q["rm_moe"] > 0))  # the "moe" module too
@@ -522,6 +526,7 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 attn=ATTENTION_CODES[AttentionKernel(plan.attention_kernel)],
                 fp8=int(Precision(plan.precision) is Precision.FP8),
+                disp_bytes=Precision(plan.ep_dispatch_precision).bytes,
                 grad_bytes=Precision(plan.grad_reduce).bytes, opt_bytes=4.0 + 2.0 * Precision(plan.optimizer_moments).bytes,
                 **module_flags(plan.recompute_modules))
 
@@ -588,12 +593,13 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     Args:
         plans: arrays of equal shape under :data:`PLAN_KEYS` (``sched`` and ``rec`` as
             integer codes, see :data:`SCHEDULE_CODES` and :data:`RECOMPUTE_CODES`; ``attn``
-            1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``grad_bytes`` 4 or 2,
+            1 for unfused attention, ``fp8`` 1 for FP8 GEMMs, ``disp_bytes`` 2 or 1 (the
+            expert dispatch's format), ``grad_bytes`` 4 or 2,
             ``shard`` the ZeRO shard group, ``rec_layers`` the layers per chunk recomputed
             under full recomputation, ``fp8_params`` 1 for FP8 weights, ``opt_bytes`` the
             optimizer state per parameter (12 or 8), the 0/1 module flags of
             :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
-            FP32, all ranks, every layer, BF16 weights, 12 bytes and ``core_attn`` alone when
+            a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, 12 bytes and ``core_attn`` alone when
             absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
@@ -606,7 +612,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     """
     c = kernel_constants(workload, hardware, efficiency)
     shape = np.shape(plans["tp"])
-    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), etp=np.ones(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
+    full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), disp_bytes=np.full(shape, _BF16), etp=np.ones(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
                 opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)

@@ -64,7 +64,7 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     """The caveat said under every MoE plan quotes the suite's MoE holdouts (Megatron-Bridge
     25.11 and 26.02): DeepSeek-V3 and Qwen3-235B with 16- or 32-way EP within a bound (the
     largest error rounded up), the small models and Qwen3-235B with 8-way EP predicted a range
-    of multiples of the measured throughput (1.3 to 3.6 times at this writing). A model
+    of multiples of the measured throughput (1.2 to 3.5 times at this writing). A model
     change that moves these numbers fails here until the caveat (and
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT

@@ -169,3 +169,38 @@ def test_expert_tp_is_checked_against_the_plan():
     doc = {"workload": "deepseek_v3", "hardware": "h100_sxm", "tp": 2, "pp": 4, "dp": 32, "ep": 32, "expert_tp": 2,
            "virtual_stages": 8, "schedule": "interleaved", "layer_split": "uneven", "global_batch": 512}
     assert plan_from_document(doc).plan.expert_tp == 2
+
+
+def test_the_dispatch_format_times_the_two_transfers_toward_the_experts():
+    """``ep_dispatch_precision``: FP8 halves the bytes of the forward dispatch and of the
+    backward's gradients sent to the experts; the two combines stay BF16. The GEMM format
+    alone no longer moves the all-to-all (Megatron's dispatchers move BF16 in FP8 runs).
+    Per MoE layer and micro-batch a BF16 transfer costs L + V (latency, volume): BF16
+    4L + 4V, FP8 4L + 3V; full recomputation repeats the forward pair (6L + 6V against
+    6L + 4.5V), so the saving grows by exactly 3/2, whatever L is."""
+    w = _moe(128, 8)
+    base = Plan(tp=1, pp=1, dp=8, ep=8, global_batch=64, micro_batch=8, zero_stage=1, precision="fp8")
+    bf16_gemms = step_time(w, H100, base.replace(precision="bf16")).ep_exposed
+    held = step_time(w, H100, base).ep_exposed
+    fp8 = step_time(w, H100, base.replace(ep_dispatch_precision="fp8")).ep_exposed
+    assert held == bf16_gemms and held > 0  # the default moves BF16 whatever the GEMMs
+    assert fp8 / held == pytest.approx(3 / 4, rel=1e-2)  # the volume dominates inside one node
+    full = base.replace(recompute="full")
+    saving_full = (step_time(w, H100, full).ep_exposed
+                   - step_time(w, H100, full.replace(ep_dispatch_precision="fp8")).ep_exposed)
+    assert saving_full / (held - fp8) == pytest.approx(1.5, rel=1e-9)
+
+
+def test_the_dispatch_format_is_checked():
+    w = _moe(128, 8)
+    with pytest.raises(InvalidParameterError, match="plan.ep_dispatch_precision='fp8': .* needs precision='fp8' "
+                                                    "\\(got precision='bf16'\\)"):
+        validate_plan(w, Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, ep_dispatch_precision="fp8"))
+    with pytest.raises(InvalidParameterError, match="plan.ep_dispatch_precision='fp32': expected 'bf16' or 'fp8'"):
+        validate_plan(w, Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, precision="fp8", ep_dispatch_precision="fp32"))
+    doc = {"workload": "deepseek_v3", "hardware": "h100_sxm", "tp": 1, "pp": 4, "dp": 64, "ep": 64,
+           "virtual_stages": 8, "schedule": "interleaved", "layer_split": "uneven", "global_batch": 512,
+           "precision": "fp8", "ep_dispatch_precision": "fp8"}
+    assert plan_from_document(doc).plan.ep_dispatch_precision.value == "fp8"
+    with pytest.raises(SpecError, match="ep_dispatch_precision='int8'"):
+        plan_from_document({**doc, "ep_dispatch_precision": "int8"})
