@@ -797,6 +797,17 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     assert best.plan.precision is tr.Precision.FP8 and best.plan.grad_reduce is tr.Precision.BF16
 
 
+def test_plan_with_bf16_gemms_drops_the_files_fp8_dispatch(capsys):
+    """DeepSeek-V3's plan file dispatches in FP8 (ep_dispatch_precision = "fp8"), which needs
+    FP8 GEMMs: searching it with --precision bf16 holds a BF16 dispatch too (no refusal), and
+    the file's own numerics say fp8."""
+    own = run_json(capsys, "plan", "deepseek_v3_h800_2048", "--tp", "1", "--pp", "16", "--top", "1")
+    assert own["numerics"]["precision"] == "fp8" and own["numerics"]["ep_dispatch_precision"] == "fp8"
+    bf16 = run_json(capsys, "plan", "deepseek_v3_h800_2048", "--tp", "1", "--pp", "16", "--top", "1",
+                    "--precision", "bf16")
+    assert bf16["numerics"]["precision"] == "bf16" and bf16["numerics"]["ep_dispatch_precision"] == "bf16"
+
+
 def test_train_and_plan_say_when_the_attention_kernel_decides_the_step(capsys, tmp_path):
     """A long-sequence plan whose step moves by more than the suites' 10 % tolerance between
     the two generations of fused attention (flash, flash1) says so, with both step times; the
