@@ -188,8 +188,18 @@ def _named(t: Table, key: str, folder: str, base: Path | None, read):
     return read(doc, where=label(key, doc), base=base_of(doc, base))
 
 
-def _choice(t: Table, key: str, enum, default):
-    return enum(t.text(key, default.value, choices=tuple(x.value for x in enum)))
+def _choice(t: Table, key: str, enum, default, allowed=None):
+    """A member of ``enum`` named by its value; ``allowed`` narrows the members the key
+    takes (a number format that the key does not admit is refused here, by the reader that
+    names the file, rather than later by the plan check)."""
+    members = tuple(enum) if allowed is None else allowed
+    return enum(t.text(key, default.value, choices=tuple(x.value for x in members)))
+
+
+#: the number formats a plan file's format keys take: GEMMs and the expert dispatch (bf16,
+#: fp8); gradient reduction and Adam's moments (fp32, bf16)
+_GEMM = (Precision.BF16, Precision.FP8)
+_WIDE = (Precision.FP32, Precision.BF16)
 
 
 def _modules(t: Table) -> tuple[str, ...]:
@@ -224,14 +234,14 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         offload_layers=t.integer("offload_layers", 0, minimum=0),
         fp8_params=t.raw("fp8_params", False, types=(bool,)),
         recompute_modules=_modules(t),
-        optimizer_moments=_choice(t, "optimizer_moments", Precision, Precision.FP32),
+        optimizer_moments=_choice(t, "optimizer_moments", Precision, Precision.FP32, _WIDE),
         layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
-        precision=_choice(t, "precision", Precision, Precision.BF16),
-        grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32),
+        precision=_choice(t, "precision", Precision, Precision.BF16, _GEMM),
+        grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32, _WIDE),
         ep_dispatch=_choice(t, "ep_dispatch", EPDispatch, EPDispatch.PER_EXPERT),
         expert_routing=_choice(t, "expert_routing", ExpertRouting, ExpertRouting.RANDOM),
-        ep_dispatch_precision=_choice(t, "ep_dispatch_precision", Precision, Precision.BF16),
+        ep_dispatch_precision=_choice(t, "ep_dispatch_precision", Precision, Precision.BF16, _GEMM),
     )
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"

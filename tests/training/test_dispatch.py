@@ -204,3 +204,8 @@ def test_the_dispatch_format_is_checked():
     assert plan_from_document(doc).plan.ep_dispatch_precision.value == "fp8"
     with pytest.raises(SpecError, match="ep_dispatch_precision='int8'"):
         plan_from_document({**doc, "ep_dispatch_precision": "int8"})
+    # a plan file's format keys list only the formats they admit, and refuse the others by name
+    for key, bad, admitted in (("ep_dispatch_precision", "fp32", "'bf16', 'fp8'"), ("precision", "fp32", "'bf16', 'fp8'"),
+                               ("grad_reduce", "fp8", "'fp32', 'bf16'"), ("optimizer_moments", "fp8", "'fp32', 'bf16'")):
+        with pytest.raises(SpecError, match=f"{key}='{bad}': expected one of {admitted}$"):
+            plan_from_document({**doc, key: bad})
