@@ -741,10 +741,13 @@ def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
     m = tr.memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
     assert m.total > spec.hardware.hbm_bytes  # beyond the HBM, not only the reserve
     assert f"DOES NOT FIT: {100 * (m.total / m.usable_bytes - 1):.0f} % over, beyond the 80 GiB of HBM" in out
-    assert "recompute selective (mla_up_proj, layernorm); Adam moments bf16" in out
+    assert ("recompute selective (mla_up_proj, layernorm); Adam moments bf16; fp8 GEMMs; "
+            "expert dispatch per-expert in bf16") in out  # the MoE plan's dispatch, default format
     got = run_json(capsys, "train", str(plan))
     assert got["plan"]["recompute_modules"] == ["mla_up_proj", "layernorm"]
     assert got["plan"]["optimizer_moments"] == "bf16"
+    assert (got["plan"]["ep_dispatch"], got["plan"]["ep_dispatch_precision"], got["plan"]["expert_tp"]) == (
+        "per-expert", "bf16", 1)
     # a plan between the usable memory and the HBM is tight
     usable = spec.efficiency.usable_memory * spec.hardware.hbm_bytes
     tight = spec.hardware.hbm_bytes * 0.5 * (1 + spec.efficiency.usable_memory)  # halfway between

@@ -118,7 +118,10 @@ def run(args) -> int:
           f"{plan.micro_batches} micro-batches per replica; recompute {plan.recompute.value}"
           + (f" ({plan.recompute_layers} layers per chunk)" if plan.recompute_layers else "")
           + (f" ({', '.join(plan.recompute_modules)})" if plan.recompute_modules else "")
-          + (f"; Adam moments {plan.optimizer_moments.value}" if plan.optimizer_moments.value != "fp32" else ""))
+          + (f"; Adam moments {plan.optimizer_moments.value}" if plan.optimizer_moments.value != "fp32" else "")
+          + (("; fp8 GEMMs" + (" with FP8 weights" if plan.fp8_params else "")) if plan.precision.value == "fp8" else "")
+          + (f"; expert dispatch {plan.ep_dispatch.value} in {plan.ep_dispatch_precision.value}"
+             if spec.workload.moe is not None and plan.ep > 1 else ""))
     for line in c.with_overrides(changes):
         print(line)
     print()
@@ -203,7 +206,10 @@ def _plan_info(plan) -> dict:
             "micro_batches": plan.micro_batches, "zero_stage": plan.zero_stage,
             "recompute": plan.recompute.value, "recompute_layers": plan.recompute_layers,
             "recompute_modules": list(plan.recompute_modules), "optimizer_moments": plan.optimizer_moments.value,
-            "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size}
+            "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size,
+            "grad_reduce": plan.grad_reduce.value, "attention_kernel": plan.attention_kernel.value,
+            "expert_tp": plan.expert_tp, "ep_dispatch": plan.ep_dispatch.value,
+            "expert_routing": plan.expert_routing.value, "ep_dispatch_precision": plan.ep_dispatch_precision.value}
 
 
 def _over(used: float, usable: float, hbm: float) -> str:
