@@ -800,6 +800,23 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     assert best.plan.precision is tr.Precision.FP8 and best.plan.grad_reduce is tr.Precision.BF16
 
 
+def test_train_names_the_efficiency_it_assumes(capsys, tmp_path):
+    """The efficiency line lists the settings the step uses, those the file sets apart from
+    those left at their defaults; communication the plan does not have is not listed."""
+    code, out, _ = run(capsys, "train", "llama3_70b_h100_64")
+    line = next(x for x in out.splitlines() if x.startswith("efficiency: "))
+    assert line == ("efficiency: tp_overlap 0.8, pp_overlap 0.5, param_gather_overlap 0.9; "
+                    "at their defaults: dp_overlap 0.9, usable_memory 0.9")
+    plan = tmp_path / "bare.toml"
+    plan.write_text('workload = "llama3_8b"\nhardware = "h100_sxm"\ntp = 2\npp = 1\ndp = 4\nglobal_batch = 64\n')
+    got = run_json(capsys, "train", str(plan))
+    assert got["efficiency"] == {"tp_overlap": 0.0, "dp_overlap": 0.9, "param_gather_overlap": 0.0,
+                                 "usable_memory": 0.9}  # no PP, EP, hybrid sharding or overrides
+    assert got["efficiency_defaults"] == list(got["efficiency"])
+    code, out, _ = run(capsys, "train", str(plan), "--set", "efficiency.tp_overlap=0.5")
+    assert "efficiency: tp_overlap 0.5; at their defaults: dp_overlap 0.9, param_gather_overlap 0" in out
+
+
 def test_plan_with_bf16_gemms_drops_the_files_fp8_dispatch(capsys):
     """DeepSeek-V3's plan file dispatches in FP8 (ep_dispatch_precision = "fp8"), which needs
     FP8 GEMMs: searching it with --precision bf16 holds a BF16 dispatch too (no refusal), and
