@@ -790,11 +790,14 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     bf16 = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "400",
                     "--precision", "bf16")
     assert bf16["numerics"]["precision"] == "bf16"
+    assert bf16["efficiency"]["tp_overlap"] == 0.8 and bf16["efficiency_defaults"] == ["dp_overlap", "usable_memory"]
     slow = [r for r in bf16["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],
                                          r["recompute"]) == (4, 1, 1, "interleaved", "none")]
     assert slow[0]["step_time_s"] > 1.2 * want
     code, out, _ = run(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "1")
     assert code == 0 and "held, not searched: fp8 GEMMs, flash attention, gradients reduced in bf16" in out
+    assert ("efficiency: tp_overlap 0.8, pp_overlap 0.5, param_gather_overlap 0.9; at their defaults: "
+            "dp_overlap 0.9, usable_memory 0.9") in out  # held for every candidate, from the file
     best = tr.search_plans(spec.workload, spec.hardware, 64, global_batch=128, efficiency=spec.efficiency,
                            numerics=spec.plan)
     assert best.plan.precision is tr.Precision.FP8 and best.plan.grad_reduce is tr.Precision.BF16

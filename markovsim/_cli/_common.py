@@ -168,3 +168,31 @@ def add_common(p: argparse.ArgumentParser, *, sets: bool = True, plot: bool = Tr
         p.add_argument("--plot", metavar="FILE", help="also draw a figure into FILE (.png, .pdf, .svg; "
                                                       "needs matplotlib: pip install 'markovsim[plot]')")
     p.add_argument("--force", action="store_true", help="overwrite output files that exist")
+
+
+def efficiency_items(efficiency, overlaps: dict) -> list[tuple[str, object, bool]]:
+    """``(key, value, is_default)`` of the [efficiency] values to show: the overlaps named in
+    ``overlaps`` whose flag is true (the communication a plan has), the usable memory, and
+    every override or extra cost that differs from its default, so the assumptions behind the
+    numbers are on the screen. A value equal to the default is reported as the default,
+    whether the file wrote it or not."""
+    from ..training import Efficiency
+
+    base = Efficiency()
+    shown = [k for k, on in overlaps.items() if on] + ["usable_memory"]
+    shown += [k for k in ("compute", "bandwidth", "data_loading_s", "comm_sm_fraction")
+              if getattr(efficiency, k) != getattr(base, k)]
+    return [(k, getattr(efficiency, k), getattr(efficiency, k) == getattr(base, k)) for k in shown]
+
+
+def efficiency_text(items) -> str:
+    """One line: ``efficiency: <the values set>; at their defaults: <the others>``."""
+    def show(k, v):
+        if k == "replica_overlap" and v is None:
+            return f"{k} = dp_overlap"
+        return f"{k.removesuffix('_s')} {v:g} s" if k.endswith("_s") else f"{k} {v:g}"
+
+    chosen = [show(k, v) for k, v, d in items if not d]
+    default = [show(k, v) for k, v, d in items if d]
+    return ("efficiency: " + (", ".join(chosen) if chosen else "nothing set")
+            + (f"; at their defaults: {', '.join(default)}" if default else ""))

@@ -151,11 +151,14 @@ def run(args) -> int:
                       "global_batch": batch, "overrides": [x.text for x in changes],
                       "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
+                      "efficiency": {k: v for k, v, _ in _efficiency_held(efficiency, workload)},
+                      "efficiency_defaults": [k for k, _, d in _efficiency_held(efficiency, workload) if d],
                       "caveats": caveats, "evidence": evidence})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
     print(f"held, not searched: {_numerics_text(numerics, workload.moe)}")
+    print(c.efficiency_text(_efficiency_held(efficiency, workload)))
     print()
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")
@@ -167,6 +170,14 @@ def run(args) -> int:
     for note in caveats:
         print(f"\ncaveat: {note}")
     return 0
+
+
+def _efficiency_held(efficiency, workload) -> list[tuple[str, object, bool]]:
+    """The efficiency every candidate is evaluated with: every overlap a candidate can use
+    (EP only for a mixture of experts; the replicas' all-reduce only with hybrid sharding,
+    which the search does not propose), the usable memory and any override."""
+    return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": workload.moe is not None,
+                                           "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True})
 
 
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:

@@ -124,7 +124,7 @@ def run(args) -> int:
           + (("; fp8 GEMMs" + (" with FP8 weights" if plan.fp8_params else "")) if plan.precision.value == "fp8" else "")
           + (f"; expert dispatch {plan.ep_dispatch.value} in {plan.ep_dispatch_precision.value}"
              if spec.workload.moe is not None and plan.ep > 1 else ""))
-    print(_efficiency_text(_efficiency_used(spec)))
+    print(c.efficiency_text(_efficiency_used(spec)))
     for line in c.with_overrides(changes):
         print(line)
     print()
@@ -204,29 +204,13 @@ def _batch(text: str):
 
 def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
     """``(key, value, is_default)`` of the [efficiency] values this plan's step time uses: the
-    overlaps of the communication it has, the usable memory, and any override set, so the
-    assumptions behind the numbers are on the screen (a value equal to the default is
-    reported as the default, whether the file wrote it or not)."""
-    p, e, base = spec.plan, spec.efficiency, tr.Efficiency()
+    overlaps of the communication it has, the usable memory, and any override set (see
+    :func:`_common.efficiency_items`)."""
+    p = spec.plan
     moe = spec.workload.moe is not None and p.ep > 1
-    used = [("tp_overlap", p.tp > 1 or p.cp > 1), ("ep_overlap", moe), ("pp_overlap", p.pp > 1),
-            ("dp_overlap", p.dp * p.cp > 1), ("param_gather_overlap", p.zero_stage in (1, 2) and p.dp * p.cp > 1),
-            ("replica_overlap", p.zero_shard_group > 0), ("usable_memory", True),
-            ("compute", e.compute is not None), ("bandwidth", e.bandwidth is not None),
-            ("data_loading_s", e.data_loading_s != base.data_loading_s),
-            ("comm_sm_fraction", e.comm_sm_fraction != base.comm_sm_fraction)]
-    return [(k, getattr(e, k), getattr(e, k) == getattr(base, k)) for k, shown in used if shown]
-
-
-def _efficiency_text(used) -> str:
-    def show(k, v):
-        if k == "replica_overlap" and v is None:
-            return f"{k} = dp_overlap"
-        return f"{k.removesuffix('_s')} {v:g} s" if k.endswith("_s") else f"{k} {v:g}"
-    set_ = [show(k, v) for k, v, d in used if not d]
-    default = [show(k, v) for k, v, d in used if d]
-    return ("efficiency: " + (", ".join(set_) if set_ else "nothing set")
-            + (f"; at their defaults: {', '.join(default)}" if default else ""))
+    return c.efficiency_items(spec.efficiency, {
+        "tp_overlap": p.tp > 1 or p.cp > 1, "ep_overlap": moe, "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
+        "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0})
 
 
 def _plan_info(plan) -> dict:
