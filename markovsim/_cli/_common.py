@@ -196,3 +196,9 @@ def efficiency_text(items) -> str:
     default = [show(k, v) for k, v, d in items if d]
     return ("efficiency: " + (", ".join(chosen) if chosen else "nothing set")
             + (f"; at their defaults: {', '.join(default)}" if default else ""))
+
+
+def efficiency_json(items) -> dict:
+    """``efficiency`` (key -> value) and ``efficiency_defaults`` (the keys at their
+    defaults) of :func:`efficiency_items`, for --json."""
+    return {"efficiency": {k: v for k, v, _ in items}, "efficiency_defaults": [k for k, _, d in items if d]}

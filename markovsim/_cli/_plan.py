@@ -151,8 +151,7 @@ def run(args) -> int:
                       "global_batch": batch, "overrides": [x.text for x in changes],
                       "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
-                      "efficiency": {k: v for k, v, _ in _efficiency_held(efficiency, workload)},
-                      "efficiency_defaults": [k for k, _, d in _efficiency_held(efficiency, workload) if d],
+                      **c.efficiency_json(_efficiency_held(efficiency, workload)),
                       "caveats": caveats, "evidence": evidence})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "

@@ -102,8 +102,7 @@ def run(args) -> int:
         c.print_json({"command": "train", "file": str(path), "name": spec.name,
                       "workload": spec.workload.name, "hardware": spec.hardware.name,
                       "overrides": [x.text for x in changes], "plan": _plan_info(plan), "outputs": o,
-                      "efficiency": {k: v for k, v, _ in _efficiency_used(spec)},
-                      "efficiency_defaults": [k for k, _, d in _efficiency_used(spec) if d],
+                      **c.efficiency_json(_efficiency_used(spec)),
                       "caveats": tr.plan_caveats(spec), "evidence": tr.plan_evidence(spec),
                       "usable_memory_bytes": usable,
                       "scaling": None if scaling is None else {

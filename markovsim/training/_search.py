@@ -23,9 +23,9 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer
 from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
-from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision
+from ._plan import EPDispatch, ExpertRouting, LayerSplit, Plan
 from ._step import DISPATCH_CODES, MODULE_KEYS, RECOMPUTE_CODES, ROUTING_CODES, SCHEDULE_CODES, StepBreakdown, \
-    breakdown_from, evaluate_plans, kernel_constants, module_flags
+    breakdown_from, evaluate_plans, kernel_constants, module_flags, numerics_values
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES", "NUMERICS",
@@ -47,12 +47,9 @@ def plan_numerics(plan: Plan | None) -> dict:
 
 def _numerics_arrays(numerics: dict, shape) -> dict:
     """The kernel's arrays for the held numerics (see :func:`evaluate_plans`)."""
-    return dict(fp8=np.full(shape, float(Precision(numerics["precision"]) is Precision.FP8)),
-                fp8_params=np.full(shape, float(bool(numerics["fp8_params"]))),
-                disp_bytes=np.full(shape, Precision(numerics["ep_dispatch_precision"]).bytes),
-                attn=np.full(shape, float(ATTENTION_CODES[AttentionKernel(numerics["attention_kernel"])])),
-                grad_bytes=np.full(shape, Precision(numerics["grad_reduce"]).bytes),
-                opt_bytes=np.full(shape, 4.0 + 2.0 * Precision(numerics["optimizer_moments"]).bytes),
+    values = numerics_values(**{k: numerics[k] for k in ("precision", "fp8_params", "attention_kernel", "grad_reduce",
+                                                          "optimizer_moments", "ep_dispatch_precision")})
+    return dict({k: np.full(shape, v) for k, v in values.items()},
                 ep_disp=np.full(shape, DISPATCH_CODES[EPDispatch(numerics["ep_dispatch"])]),
                 ep_route=np.full(shape, ROUTING_CODES[ExpertRouting(numerics["expert_routing"])]))
 

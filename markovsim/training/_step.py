@@ -514,6 +514,17 @@ def ep_node_size(node_size, expert_tp, xp=np):
     return xp.maximum(xp.floor(node_size / expert_tp), 1.0)
 
 
+def numerics_values(precision, fp8_params, attention_kernel, grad_reduce, optimizer_moments,
+                    ep_dispatch_precision) -> dict:
+    """The kernel's values of a plan's number formats and attention kernel (``fp8``,
+    ``fp8_params``, ``attn``, ``disp_bytes``, ``grad_bytes``, ``opt_bytes``): the one
+    translation for a single plan and for the search's held numerics."""
+    return dict(fp8=float(Precision(precision) is Precision.FP8), fp8_params=float(bool(fp8_params)),
+                attn=float(ATTENTION_CODES[AttentionKernel(attention_kernel)]),
+                disp_bytes=Precision(ep_dispatch_precision).bytes, grad_bytes=Precision(grad_reduce).bytes,
+                opt_bytes=4.0 + 2.0 * Precision(optimizer_moments).bytes)
+
+
 def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Hardware) -> dict:
     inside, across = copies_array(workload, int(ep_node_size(hardware.node_size, plan.expert_tp)), plan.ep,
                                   EPDispatch(plan.ep_dispatch), ExpertRouting(plan.expert_routing))
@@ -522,12 +533,10 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 mb=plan.micro_batch, gbs=plan.global_batch, zero=plan.zero_stage, shard=plan.zero_shard_group,
                 sp=int(bool(plan.sequence_parallel)), sched=SCHEDULE_CODES[_schedule(plan.schedule)],
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
-                offload=plan.offload_layers, fp8_params=int(bool(plan.fp8_params)),
+                offload=plan.offload_layers,
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
-                attn=ATTENTION_CODES[AttentionKernel(plan.attention_kernel)],
-                fp8=int(Precision(plan.precision) is Precision.FP8),
-                disp_bytes=Precision(plan.ep_dispatch_precision).bytes,
-                grad_bytes=Precision(plan.grad_reduce).bytes, opt_bytes=4.0 + 2.0 * Precision(plan.optimizer_moments).bytes,
+                **numerics_values(plan.precision, plan.fp8_params, plan.attention_kernel, plan.grad_reduce,
+                                  plan.optimizer_moments, plan.ep_dispatch_precision),
                 **module_flags(plan.recompute_modules))
 
 
