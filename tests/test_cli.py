@@ -781,7 +781,8 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     got = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "400")
     assert got["numerics"] == {"precision": "fp8", "fp8_params": False, "attention_kernel": "flash",
                                "grad_reduce": "bf16", "optimizer_moments": "fp32", "ep_dispatch": "per-expert",
-                               "expert_routing": "random", "ep_dispatch_precision": "bf16"}
+                               "expert_routing": "random", "ep_dispatch_precision": "bf16",
+                               "combined_1f1b": False}
     mine = spec.plan.replace(virtual_stages=4)  # the file's v = 5 is not a searched depth; 4 is
     want = tr.step_time(spec.workload, spec.hardware, mine, efficiency=spec.efficiency).step_time
     same = [r for r in got["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],

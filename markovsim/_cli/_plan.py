@@ -97,7 +97,9 @@ def _numerics_text(numerics, workload_moe=None) -> str:
                f", {tr.EPDispatch(n['ep_dispatch']).value} expert dispatch in "
                f"{tr.Precision(n['ep_dispatch_precision']).value}"
                + ("" if tr.EPDispatch(n['ep_dispatch']) is tr.EPDispatch.PER_EXPERT else
-                  f" ({tr.ExpertRouting(n['expert_routing']).value} routing)")))
+                  f" ({tr.ExpertRouting(n['expert_routing']).value} routing)")
+               + (", combined 1F1B where a plan has expert parallelism and a 1f1b or interleaved schedule"
+                  if n["combined_1f1b"] else "")))
 
 
 def run(args) -> int:

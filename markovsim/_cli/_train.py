@@ -122,6 +122,7 @@ def run(args) -> int:
           + (f"; Adam moments {plan.optimizer_moments.value}" if plan.optimizer_moments.value != "fp32" else "")
           + (("; fp8 GEMMs" + (" with FP8 weights" if plan.fp8_params else "")) if plan.precision.value == "fp8" else "")
           + (f"; expert dispatch {plan.ep_dispatch.value} in {plan.ep_dispatch_precision.value}"
+             + (", combined 1F1B" if plan.combined_1f1b else "")
              if spec.workload.moe is not None and plan.ep > 1 else ""))
     print(c.efficiency_text(_efficiency_used(spec)))
     for line in c.with_overrides(changes):
@@ -222,7 +223,8 @@ def _plan_info(plan) -> dict:
             "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size,
             "grad_reduce": plan.grad_reduce.value, "attention_kernel": plan.attention_kernel.value,
             "expert_tp": plan.expert_tp, "ep_dispatch": plan.ep_dispatch.value,
-            "expert_routing": plan.expert_routing.value, "ep_dispatch_precision": plan.ep_dispatch_precision.value}
+            "expert_routing": plan.expert_routing.value, "ep_dispatch_precision": plan.ep_dispatch_precision.value,
+            "combined_1f1b": bool(plan.combined_1f1b)}
 
 
 def _over(used: float, usable: float, hbm: float) -> str:

@@ -109,6 +109,10 @@ KEY_DOCS = {
                                   "dispatch, the backward's gradients before the down-projection): bf16 (Megatron's "
                                   "alltoall, DeepEP and HybridEP dispatchers, also in FP8 runs) or fp8 (quantized "
                                   "before the transfer, DeepSeek-V3; needs precision = 'fp8'); the combines move BF16"),
+        "combined_1f1b": ("Megatron's combined 1F1B schedule (--overlap-moe-expert-parallel-comm, Megatron-Bridge's "
+                          "moe_a2a_overlap), 1f1b or interleaved with ep > 1: each micro-batch's expert all-to-all "
+                          "hidden behind the paired micro-batch's computation (times efficiency.ep_overlap, as under "
+                          "DualPipe); the unpaired warm-up micro-batches keep theirs exposed"),
         "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
                       "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
                       "current MoE recipes; Megatron-core's default when unset is tp)"),

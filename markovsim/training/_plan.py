@@ -145,7 +145,13 @@ class Plan:
     and a node holds ``node_size / expert_tp`` of them; 1 (default) keeps them adjacent, the
     setting of NVIDIA's current MoE recipes. Megatron-core's own default, when a run does not
     set it, is the plan's ``tp``. Only the all-to-all's placement follows it (the experts'
-    compute is modelled as before).
+    compute is modelled as before). ``combined_1f1b``: Megatron-core's combined 1F1B
+    schedule (``--overlap-moe-expert-parallel-comm``; Megatron-Bridge's ``moe_a2a_overlap``),
+    for a 1F1B or interleaved plan with expert parallelism: the forward of one micro-batch runs
+    beside the backward of another, and each one's expert all-to-all is hidden behind the
+    other's computation; the warm-up and cool-down micro-batches, which have no partner, keep
+    theirs exposed. ``efficiency.ep_overlap`` is then the share of the partner's computation
+    that can cover it, as under DualPipe.
     """
 
     tp: int
@@ -171,6 +177,7 @@ class Plan:
     ep_dispatch: EPDispatch = EPDispatch.PER_EXPERT
     expert_routing: ExpertRouting = ExpertRouting.RANDOM
     ep_dispatch_precision: Precision = Precision.BF16
+    combined_1f1b: bool = False
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
     grad_reduce: Precision = Precision.FP32
@@ -315,6 +322,17 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
         raise InvalidParameterError("plan.precision='fp32': expected 'bf16' or 'fp8' (the GEMM format)")
     if Precision(plan.grad_reduce) is Precision.FP8:
         raise InvalidParameterError("plan.grad_reduce='fp8': expected 'fp32' or 'bf16'")
+    if not isinstance(plan.combined_1f1b, (bool, int)) or plan.combined_1f1b not in (0, 1):
+        raise InvalidParameterError(f"plan.combined_1f1b={plan.combined_1f1b!r}: expected true or false")
+    if plan.combined_1f1b and plan.ep < 2:
+        raise InvalidParameterError(
+            f"plan.combined_1f1b=True: the combined 1F1B schedule hides the expert all-to-all, so it needs "
+            f"expert parallelism (got ep={plan.ep}); expected combined_1f1b=False or ep > 1")
+    if plan.combined_1f1b and _schedule(plan.schedule) not in (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED):
+        raise InvalidParameterError(
+            f"plan.combined_1f1b=True: Megatron-core pairs the forward and backward micro-batches of the 1F1B "
+            f"and interleaved schedules (got schedule={_schedule(plan.schedule).value!r}); expected schedule='1f1b' "
+            "or 'interleaved' (DualPipe pairs them itself)")
     dispatch = Precision(plan.ep_dispatch_precision)
     if dispatch is Precision.FP32:
         raise InvalidParameterError("plan.ep_dispatch_precision='fp32': expected 'bf16' or 'fp8'")

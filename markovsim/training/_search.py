@@ -11,7 +11,9 @@ numpy and the kernel; the best plan is the valid one with the shortest step.
 The plan's numerics are not searched but held: GEMM precision, FP8 weights, the attention
 kernel, and the formats of the gradient reduction and the Adam moments are those of
 ``numerics`` (a :class:`Plan`, e.g. the plan file's), by default BF16 GEMMs with BF16
-weights, flash attention, FP32 gradient reduction and FP32 moments (:data:`NUMERICS`).
+weights, flash attention, FP32 gradient reduction and FP32 moments (:data:`NUMERICS`); so
+are the expert dispatch, its routing and format, and Megatron-core's combined 1F1B, which a
+candidate carries only where it applies (expert parallelism, a 1F1B or interleaved schedule).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "S
 
 #: the plan fields the search holds at one value rather than exploring (its numerics)
 NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments", "ep_dispatch",
-            "expert_routing", "ep_dispatch_precision")
+            "expert_routing", "ep_dispatch_precision", "combined_1f1b")
 
 
 def plan_numerics(plan: Plan | None) -> dict:
@@ -51,9 +53,18 @@ def _numerics_arrays(numerics: dict, shape) -> dict:
                                                           "optimizer_moments", "ep_dispatch_precision")})
     return dict({k: np.full(shape, v) for k, v in values.items()},
                 ep_disp=np.full(shape, DISPATCH_CODES[EPDispatch(numerics["ep_dispatch"])]),
-                ep_route=np.full(shape, ROUTING_CODES[ExpertRouting(numerics["expert_routing"])]))
+                ep_route=np.full(shape, ROUTING_CODES[ExpertRouting(numerics["expert_routing"])]),
+                c1f1b=np.full(shape, float(bool(numerics["combined_1f1b"]))))
 
 _SCHEDULES = list(SCHEDULE_CODES)
+
+
+def _held_for(held: dict, ep: int, schedule: Schedule) -> dict:
+    """The held numerics as one candidate can carry them: a held combined 1F1B only where the
+    candidate has expert parallelism and a 1F1B or interleaved schedule (the kernel applies it
+    there alone)."""
+    pairs = ep > 1 and schedule in (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
+    return dict(held, combined_1f1b=bool(held["combined_1f1b"]) and pairs)
 # the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is
 # evaluated when a plan names it, not proposed
 _RECOMPUTES = [r for r in RECOMPUTE_CODES if r is not Recompute.SELECTIVE_OP]
@@ -183,6 +194,6 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                 recompute=_RECOMPUTES[int(plans["rec"][i])], recompute_layers=int(plans["rec_layers"][i]),
                 recompute_modules=plan_modules(plans, i),
                 layer_split=LayerSplit.UNEVEN if plans["uneven"][i] else LayerSplit.EVEN,
-                **plan_numerics(numerics))
+                **_held_for(plan_numerics(numerics), int(plans["ep"][i]), _SCHEDULES[int(plans["sched"][i])]))
     c = kernel_constants(workload, hardware, efficiency)
     return SearchResult(plan, breakdown_from(out, c, plans["straggler"], i), int(ok.size), int((ok & fits).sum()))

@@ -242,6 +242,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         ep_dispatch=_choice(t, "ep_dispatch", EPDispatch, EPDispatch.PER_EXPERT),
         expert_routing=_choice(t, "expert_routing", ExpertRouting, ExpertRouting.RANDOM),
         ep_dispatch_precision=_choice(t, "ep_dispatch_precision", Precision, Precision.BF16, _GEMM),
+        combined_1f1b=t.raw("combined_1f1b", False, types=(bool,)),
     )
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"

@@ -46,7 +46,12 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     :math:`M` of the :math:`N` nodes) and is forwarded to its experts inside the node; the
     two legs run concurrently. Exposed: :math:`(1 - o_{ep})\,C_{ep}`; under DualPipe, whose paired
     forward and backward chunks hide each other's all-to-all,
-    :math:`\max(0, C_{ep} - o_{ep} T_\text{compute})`;
+    :math:`\max(0, C_{ep} - o_{ep} T_\text{compute})`; with Megatron-core's combined 1F1B
+    (``combined_1f1b``, 1F1B or interleaved) the same for the share :math:`\pi` of the
+    micro-batches that have a partner, the rest exposed:
+    :math:`(1 - \pi) C_{ep} + \pi \max(0, C_{ep} - o_{ep} T_\text{compute})`, with
+    :math:`\pi = 1 - w / (m v)` and :math:`w` the first stage's warm-up forwards
+    (:math:`p - 1`; interleaved :math:`2(p - 1) + (v - 1)p`; 1 without a pipeline);
   - PP: a send and a receive of the stage-boundary activation per chunk per micro-batch,
     forward and backward, split over the TP ranks (the scatter/gather optimisation of
     Narayanan et al. 2021, sec. 4.1, which sequence parallelism also gives);
@@ -118,7 +123,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
              "fp8_params", "uneven", "straggler", "attn", "fp8", "disp_bytes", "grad_bytes", "offload", "opt_bytes",
-             "ep_in", "ep_remote", "etp", *MODULE_KEYS.values())
+             "ep_in", "ep_remote", "etp", "c1f1b", *MODULE_KEYS.values())
 
 
 def module_flags(modules: tuple[str, ...]) -> dict:
@@ -451,6 +456,16 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     exposed_tp = (1 - c["o_tp"]) * tp_comm
     ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
     exposed_ep = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], ep_dual, (1 - c["o_ep"]) * ep_comm)
+    # Megatron-core's combined 1F1B (combined_1f1b): each micro-batch's all-to-all hides behind
+    # the computation of the one paired with it, as under DualPipe; the first stage's warm-up
+    # forwards (Megatron's count: pp - 1, interleaved 2 (pp - 1) + (v - 1) pp; without a
+    # pipeline the first forward) and as many cool-down backwards have no partner
+    inter = sched == SCHEDULE_CODES[Schedule.INTERLEAVED]
+    warm = jnp.where(pp > 1, jnp.where(inter, 2.0 * (pp - 1.0) + (v - 1.0) * pp, pp - 1.0), 1.0)
+    paired = jnp.clip(1.0 - warm / (m * jnp.where(inter, v, 1.0)), 0.0, 1.0)
+    combined = ((1.0 - paired) * ep_comm + jnp.maximum(paired * (ep_comm - c["o_ep"] * compute), 0.0))
+    pairs = (q["c1f1b"] > 0) & (ep > 1) & (inter | (sched == SCHEDULE_CODES[Schedule.ONE_F_ONE_B]))
+    exposed_ep = jnp.where(pairs, combined, exposed_ep)
     exposed_pp = (1 - c["o_pp"]) * pp_comm
     exposed_dp = ((1 - c["o_dp"]) * dp_grad + jnp.where(z3, 1 - c["o_dp"], 1 - c["o_pg"]) * dp_param
                   + (1 - c["o_rep"]) * replica_ar)  # the replicas' all-reduce, hidden by its own overlap
@@ -535,6 +550,7 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 rec=RECOMPUTE_CODES[Recompute(plan.recompute)], rec_layers=plan.recompute_layers,
                 offload=plan.offload_layers,
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
+                c1f1b=float(bool(plan.combined_1f1b)),
                 **numerics_values(plan.precision, plan.fp8_params, plan.attention_kernel, plan.grad_reduce,
                                   plan.optimizer_moments, plan.ep_dispatch_precision),
                 **module_flags(plan.recompute_modules))
@@ -606,9 +622,11 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             expert dispatch's format), ``grad_bytes`` 4 or 2,
             ``shard`` the ZeRO shard group, ``rec_layers`` the layers per chunk recomputed
             under full recomputation, ``fp8_params`` 1 for FP8 weights, ``opt_bytes`` the
-            optimizer state per parameter (12 or 8), the 0/1 module flags of
+            optimizer state per parameter (12 or 8), ``c1f1b`` 1 for Megatron-core's combined
+            1F1B (``Plan.combined_1f1b``; applied where the plan has ``ep > 1`` and a 1F1B or
+            interleaved schedule), the 0/1 module flags of
             :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
-            a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, 12 bytes and ``core_attn`` alone when
+            a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, no combined 1F1B, 12 bytes and ``core_attn`` alone when
             absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
@@ -623,7 +641,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), disp_bytes=np.full(shape, _BF16), etp=np.ones(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
-                opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
+                c1f1b=np.zeros(shape), opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)
     if "ep_in" not in plans:  # the dispatch copies from the held dispatch and routing (codes)
         full["ep_in"], full["ep_remote"] = dispatch_arrays(workload, hardware, plans["ep"], plans.get("ep_disp"),

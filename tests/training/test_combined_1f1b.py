@@ -1,0 +1,133 @@
+"""Megatron-core's combined 1F1B (``plan.combined_1f1b``): the expert all-to-all of the
+micro-batches that have a partner hides behind the partner's computation, the warm-up ones'
+stays exposed. The exposed time against its closed form (the all-to-all and the computation
+taken from the model's own breakdown, the warm-up count from Megatron's schedule formula),
+its bounds as a property, the checks of the key, and the plan search carrying it only where
+it applies."""
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from markovsim._errors import InvalidParameterError, SpecError
+from markovsim.training import Efficiency, Plan, Workload, load_hardware, search_plans, step_time, validate_plan
+from markovsim.training._spec import plan_from_document
+from markovsim.training._workload import MoE
+
+H100 = load_hardware("h100_sxm")
+
+
+def _moe(layers=8):
+    return Workload("c1f1b-test", layers=layers, hidden=2048, ffn_hidden=8192, ffn_kind="swiglu", heads=16,
+                    kv_heads=16, vocab=32000, seq_len=4096,
+                    moe=MoE(routed_experts=64, shared_experts=0, top_k=8, expert_ffn=768, dense_layers=0))
+
+
+def _warm_up(pp, v, interleaved):
+    """Forwards the first stage runs before its first backward, from Megatron-core's schedules
+    (get_forward_backward_func: pp - rank - 1; interleaved (pp - rank - 1) * 2 + (v - 1) * pp),
+    rank 0; without a pipeline the first micro-batch's forward has no partner."""
+    if pp == 1:
+        return 1
+    return 2 * (pp - 1) + (v - 1) * pp if interleaved else pp - 1
+
+
+@pytest.mark.parametrize("pp, v, schedule, ep_overlap", [(1, 1, "1f1b", 1.0), (4, 1, "1f1b", 1.0),
+                                                         (4, 2, "interleaved", 0.6), (2, 4, "interleaved", 1.0)])
+def test_the_exposed_all_to_all_against_its_closed_form(pp, v, schedule, ep_overlap):
+    w = _moe()
+    plan = Plan(tp=1, pp=pp, dp=8, ep=8, global_batch=8 * 16, micro_batch=1, virtual_stages=v, schedule=schedule)
+    eff = Efficiency(ep_overlap=ep_overlap)
+    # the all-to-all with nothing hidden, and the computation it can hide behind
+    comm = step_time(w, H100, plan, efficiency=dataclasses.replace(eff, ep_overlap=0.0)).ep_exposed
+    combined = step_time(w, H100, plan.replace(combined_1f1b=True), efficiency=eff)
+    m = plan.micro_batches
+    pi = 1.0 - _warm_up(pp, v, schedule == "interleaved") / (m * v)
+    expected = (1 - pi) * comm + pi * max(comm - ep_overlap * combined.compute, 0.0)
+    assert comm > 0
+    assert combined.ep_exposed == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    # without the key the plan's ep_overlap hides the same fraction of every micro-batch
+    assert step_time(w, H100, plan, efficiency=eff).ep_exposed == pytest.approx((1 - ep_overlap) * comm, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(pp=st.sampled_from([1, 2, 4]), mb_per_replica=st.integers(1, 64), ep_overlap=st.floats(0.0, 1.0),
+       hidden=st.sampled_from([1024, 2048, 4096]))
+def test_the_pairing_hides_no_more_than_the_partner_and_exposes_no_more_than_nothing(pp, mb_per_replica, ep_overlap,
+                                                                                     hidden):
+    """Between the two extremes: never below what a perfect pairing of every micro-batch
+    leaves, max(0, C - o T), never above the whole all-to-all C."""
+    w = dataclasses.replace(_moe(), hidden=hidden)
+    plan = Plan(tp=1, pp=pp, dp=8, ep=8, global_batch=8 * mb_per_replica, combined_1f1b=True)
+    eff = Efficiency(ep_overlap=ep_overlap)
+    comm = step_time(w, H100, plan.replace(combined_1f1b=False), efficiency=Efficiency(ep_overlap=0.0)).ep_exposed
+    b = step_time(w, H100, plan, efficiency=eff)
+    assert max(comm - ep_overlap * b.compute, 0.0) - 1e-12 <= b.ep_exposed <= comm * (1 + 1e-12)
+
+
+def test_a_single_micro_batch_has_no_partner():
+    w = _moe()
+    plan = Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, micro_batch=1)
+    bare = step_time(w, H100, plan, efficiency=Efficiency(ep_overlap=0.0)).ep_exposed
+    assert step_time(w, H100, plan.replace(combined_1f1b=True), efficiency=Efficiency(ep_overlap=1.0)).ep_exposed \
+        == pytest.approx(bare, rel=1e-12)
+
+
+def test_the_key_is_checked():
+    w = _moe()
+    with pytest.raises(InvalidParameterError, match=r"plan.combined_1f1b=True: .* needs expert parallelism "
+                                                    r"\(got ep=1\)"):
+        validate_plan(w, Plan(tp=1, pp=2, dp=8, global_batch=64, combined_1f1b=True))
+    for schedule in ("gpipe", "dualpipe", "zb-h1"):
+        with pytest.raises(InvalidParameterError, match=f"got schedule='{schedule}'.*expected schedule='1f1b' or "
+                                                        "'interleaved'"):
+            validate_plan(w, Plan(tp=1, pp=2, dp=8, ep=8, global_batch=64, schedule=schedule, combined_1f1b=True))
+    with pytest.raises(InvalidParameterError, match="plan.combined_1f1b='yes': expected true or false"):
+        validate_plan(w, Plan(tp=1, pp=2, dp=8, ep=8, global_batch=64, combined_1f1b="yes"))
+    doc = {"workload": "deepseek_v3", "hardware": "h100_sxm", "tp": 1, "pp": 4, "dp": 64, "ep": 64,
+           "virtual_stages": 8, "schedule": "interleaved", "layer_split": "uneven", "global_batch": 512,
+           "combined_1f1b": True}
+    assert plan_from_document(doc).plan.combined_1f1b is True
+    assert plan_from_document({k: v for k, v in doc.items() if k != "combined_1f1b"}).plan.combined_1f1b is False
+    with pytest.raises(SpecError, match="combined_1f1b"):
+        plan_from_document({**doc, "combined_1f1b": "yes"})
+
+
+def test_the_search_holds_it_where_it_applies():
+    """Held like the numerics: the best plan carries it only with expert parallelism and a
+    1F1B or interleaved schedule, and the search's time for it is the single plan's."""
+    w = _moe(layers=16)
+    eff = Efficiency(ep_overlap=1.0)
+    held = Plan(tp=1, pp=1, dp=1, global_batch=1, combined_1f1b=True)
+    best = search_plans(w, H100, 64, global_batch=256, efficiency=eff, numerics=held)
+    validate_plan(w, best.plan)
+    applies = best.plan.ep > 1 and best.plan.schedule.value in ("1f1b", "interleaved")
+    assert best.plan.combined_1f1b is applies
+    assert best.breakdown.step_time == pytest.approx(step_time(w, H100, best.plan, efficiency=eff).step_time,
+                                                     rel=1e-9)
+    assert search_plans(w, H100, 64, global_batch=256, efficiency=eff).plan.combined_1f1b is False
+
+
+def test_markovsim_train_says_it(tmp_path, capsys):
+    """The header names the combined 1F1B and --json's plan carries it; a plan file that
+    sets it where it cannot apply gets one line naming the key."""
+    import json
+
+    from markovsim import _cli
+
+    doc = ('workload = "deepseek_v3"\nhardware = "h100_sxm"\ntp = 1\npp = 4\ndp = 64\nep = 64\nvirtual_stages = 8\n'
+           'schedule = "interleaved"\nlayer_split = "uneven"\nglobal_batch = 512\ncombined_1f1b = true\n'
+           '[efficiency]\nep_overlap = 1.0\n')
+    path = tmp_path / "c1f1b.toml"
+    path.write_text(doc)
+    assert _cli.main(["train", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "; expert dispatch per-expert in bf16, combined 1F1B" in out
+    assert _cli.main(["train", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["combined_1f1b"] is True
+    path.write_text(doc.replace('schedule = "interleaved"', 'schedule = "gpipe"').replace("virtual_stages = 8\n", ""))
+    assert _cli.main(["train", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "combined_1f1b=True" in err and "got schedule='gpipe'" in err and len(err.strip().splitlines()) == 1
