@@ -22,6 +22,7 @@ the memory model says a size does not fit (``fits`` reports that).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -67,6 +68,23 @@ FP8_WITHOUT_PEAK_CAVEAT = ("precision fp8 on {name}, whose hardware file gives n
                            "written, so read the numbers as a what-if, not a prediction")
 
 
+#: said under a plan with Megatron-core's combined 1F1B (``combined_1f1b``): what the pairing
+#: hides in this plan, and what the validation found on the one published run that used it
+#: (docs/background/scaling.md, "Megatron-core's combined 1F1B")
+COMBINED_1F1B_CAVEAT = ("combined 1F1B: the paired micro-batches hide {hidden:.3g} s of this step's expert "
+                        "all-to-all (step {paired:.4g} s; {exposed:.4g} s with the all-to-all exposed). On the "
+                        "one published run with it (Megatron-Bridge 26.02, Qwen3-235B on 256 H100) the model "
+                        "hid about twice what the run did and came out +32 % fast: read this step as a lower "
+                        "bound, between the two (docs/background/scaling.md)")
+
+
+#: said with it when the plan's efficiency.ep_overlap is 0 (the default): the pairing then hides nothing
+COMBINED_1F1B_NO_OVERLAP = ("combined 1F1B with efficiency.ep_overlap = 0 (the default) hides nothing: ep_overlap is "
+                            "the share of the paired micro-batch's computation that can cover the all-to-all "
+                            "(1.0: all of it, the reading of Megatron-core's guide); set it in the plan's "
+                            "[efficiency] table")
+
+
 #: said when the generation of the fused attention kernel alone moves the step by more than
 #: KERNEL_SENSITIVITY ({now}, {other}: the plan's and the other fused kernel; {change}: the
 #: step's relative change with the other, in per cent)
@@ -92,7 +110,9 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
     :data:`FP8_WITHOUT_PEAK_CAVEAT`; a plan with a fused attention kernel whose step would
     change by more than :data:`KERNEL_SENSITIVITY` with the other generation of that kernel
-    (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`.
+    (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`; a plan
+    with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
+    hides, computed).
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
@@ -116,6 +136,13 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         alt = step_time(spec.workload, spec.hardware, spec.plan.replace(attention_kernel=other),
                         efficiency=spec.efficiency).step_time
         notes += attention_kernel_caveat(spec.plan.attention_kernel, base, alt)
+    if isinstance(spec, PlanSpec) and spec.plan.combined_1f1b:
+        paired = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+        exposed = step_time(spec.workload, spec.hardware, spec.plan.replace(combined_1f1b=False),
+                            efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0)).step_time
+        notes.append(COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed))
+        if spec.efficiency.ep_overlap == 0:
+            notes.append(COMBINED_1F1B_NO_OVERLAP)
     return notes
 
 

@@ -131,3 +131,36 @@ def test_markovsim_train_says_it(tmp_path, capsys):
     assert _cli.main(["train", str(path)]) == 2
     err = capsys.readouterr().err
     assert "combined_1f1b=True" in err and "got schedule='gpipe'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_caveat_says_what_the_published_run_shows():
+    """The caveat said under a combined-1F1B plan quotes the one published run with it
+    (Qwen3-235B on 256 H100, Megatron-Bridge 26.02): the model's error (+32 %) and how much
+    more of the all-to-all the model hides than the run did (about twice), recomputed here
+    from the case; the plan's own numbers are computed."""
+    from pathlib import Path
+
+    from markovsim.training._calibrate import predict, runs_from_cases
+    from markovsim.training._outputs import COMBINED_1F1B_CAVEAT, COMBINED_1F1B_NO_OVERLAP, plan_caveats
+
+    suite = Path(__file__).resolve().parents[2] / "models" / "cases" / "gpu_training_runs.toml"
+    runs = [r for r in runs_from_cases(suite, role="holdout") if r.spec.plan.combined_1f1b]
+    assert [r.name.split(" [")[0] for r in runs] == ["Megatron-Bridge 26.02: Qwen3-235B-A22B on 256 H100, FP8"]
+    run = runs[0]
+    spec = run.spec
+    error = predict(run) / run.value - 1
+    assert f"+{round(100 * error)} % fast" in COMBINED_1F1B_CAVEAT
+    tokens = spec.plan.global_batch * spec.workload.seq_len
+    measured = tokens / (run.value * spec.plan.world_size)  # the run's step, s
+    paired = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+    exposed = step_time(spec.workload, spec.hardware, spec.plan.replace(combined_1f1b=False),
+                        efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0)).step_time
+    assert paired < measured < exposed
+    assert round((exposed - paired) / (exposed - measured)) == 2 and "about twice" in COMBINED_1F1B_CAVEAT
+    said = [n for n in plan_caveats(spec) if n.startswith("combined 1F1B")]
+    assert said == [COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed)]
+    assert COMBINED_1F1B_NO_OVERLAP not in plan_caveats(spec)  # the case sets ep_overlap 1.0
+    bare = dataclasses.replace(spec, efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0))
+    assert COMBINED_1F1B_NO_OVERLAP in plan_caveats(bare)  # the default hides nothing: said, not silent
+    assert not [n for n in plan_caveats(dataclasses.replace(spec, plan=spec.plan.replace(combined_1f1b=False)))
+                if n.startswith("combined 1F1B")]
