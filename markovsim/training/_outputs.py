@@ -29,6 +29,7 @@ from typing import Mapping, Sequence
 
 from .._errors import InvalidParameterError, SolverError
 from .._io import ModelKind, Table
+from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
@@ -78,11 +79,12 @@ COMBINED_1F1B_CAVEAT = ("combined 1F1B: the paired micro-batches hide {hidden:.3
                         "bound, between the two (docs/background/scaling.md)")
 
 
-#: said with it when the plan's efficiency.ep_overlap is 0 (the default): the pairing then hides nothing
-COMBINED_1F1B_NO_OVERLAP = ("combined 1F1B with efficiency.ep_overlap = 0 (the default) hides nothing: ep_overlap is "
-                            "the share of the paired micro-batch's computation that can cover the all-to-all "
-                            "(1.0: all of it, the reading of Megatron-core's guide); set it in the plan's "
-                            "[efficiency] table")
+#: said under a plan that pairs micro-batches to hide the expert all-to-all (combined 1F1B,
+#: DualPipe) while its efficiency.ep_overlap is 0 (the default): the pairing then hides nothing
+PAIRING_NO_OVERLAP = ("{pairing} with efficiency.ep_overlap = 0 (the default) hides none of the expert all-to-all: "
+                      "ep_overlap is the share of the paired micro-batch's computation that can cover it (1.0: "
+                      "all of it, the reading of Megatron-core's guide and of DeepSeek-V3's report); set it in "
+                      "the plan's [efficiency] table")
 
 
 #: said when the generation of the fused attention kernel alone moves the step by more than
@@ -112,7 +114,8 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     change by more than :data:`KERNEL_SENSITIVITY` with the other generation of that kernel
     (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`; a plan
     with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
-    hides, computed).
+    hides, computed); a plan that pairs micro-batches (combined 1F1B, DualPipe) with expert
+    parallelism and ``ep_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`.
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
@@ -141,8 +144,11 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         exposed = step_time(spec.workload, spec.hardware, spec.plan.replace(combined_1f1b=False),
                             efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0)).step_time
         notes.append(COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed))
-        if spec.efficiency.ep_overlap == 0:
-            notes.append(COMBINED_1F1B_NO_OVERLAP)
+    if isinstance(spec, PlanSpec) and spec.plan.ep > 1 and spec.efficiency.ep_overlap == 0:
+        if spec.plan.combined_1f1b:
+            notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B"))
+        elif Schedule(spec.plan.schedule) is Schedule.DUALPIPE:
+            notes.append(PAIRING_NO_OVERLAP.format(pairing="DualPipe"))
     return notes
 
 

@@ -141,7 +141,7 @@ def test_the_caveat_says_what_the_published_run_shows():
     from pathlib import Path
 
     from markovsim.training._calibrate import predict, runs_from_cases
-    from markovsim.training._outputs import COMBINED_1F1B_CAVEAT, COMBINED_1F1B_NO_OVERLAP, plan_caveats
+    from markovsim.training._outputs import COMBINED_1F1B_CAVEAT, PAIRING_NO_OVERLAP, plan_caveats
 
     suite = Path(__file__).resolve().parents[2] / "models" / "cases" / "gpu_training_runs.toml"
     runs = [r for r in runs_from_cases(suite, role="holdout") if r.spec.plan.combined_1f1b]
@@ -159,8 +159,14 @@ def test_the_caveat_says_what_the_published_run_shows():
     assert round((exposed - paired) / (exposed - measured)) == 2 and "about twice" in COMBINED_1F1B_CAVEAT
     said = [n for n in plan_caveats(spec) if n.startswith("combined 1F1B")]
     assert said == [COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed)]
-    assert COMBINED_1F1B_NO_OVERLAP not in plan_caveats(spec)  # the case sets ep_overlap 1.0
+    # the default ep_overlap hides nothing: said, not silent (here ep_overlap is 1.0)
+    combined, dualpipe = (PAIRING_NO_OVERLAP.format(pairing=p) for p in ("combined 1F1B", "DualPipe"))
+    assert combined not in plan_caveats(spec)
     bare = dataclasses.replace(spec, efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0))
-    assert COMBINED_1F1B_NO_OVERLAP in plan_caveats(bare)  # the default hides nothing: said, not silent
+    assert combined in plan_caveats(bare)
+    dual = dataclasses.replace(bare, plan=bare.plan.replace(combined_1f1b=False, schedule="dualpipe",
+                                                            virtual_stages=1))
+    assert dualpipe in plan_caveats(dual)
+    assert dualpipe not in plan_caveats(dataclasses.replace(dual, efficiency=spec.efficiency))
     assert not [n for n in plan_caveats(dataclasses.replace(spec, plan=spec.plan.replace(combined_1f1b=False)))
                 if n.startswith("combined 1F1B")]
