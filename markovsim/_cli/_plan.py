@@ -177,7 +177,8 @@ def _efficiency_held(efficiency, workload) -> list[tuple[str, object, bool]]:
     """The efficiency every candidate is evaluated with: every overlap a candidate can use
     (EP only for a mixture of experts; the replicas' all-reduce only with hybrid sharding,
     which the search does not propose), the usable memory and any override."""
-    return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": workload.moe is not None,
+    moe = workload.moe is not None
+    return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": moe, "ep_pair_overlap": moe,
                                            "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True})
 
 

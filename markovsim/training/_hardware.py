@@ -195,9 +195,14 @@ class Efficiency:
         bandwidth: ``None``: the kernel model's collective fraction (0.8 without one); a
             number overrides it.
         tp_overlap, dp_overlap, ep_overlap, pp_overlap: fraction of each communication kind
-            hidden behind compute (0 = fully exposed). Under the DualPipe schedule,
-            ``ep_overlap`` is the share of the other micro-batch's compute available to hide
-            the all-to-all behind (DeepSeek-V3's forward/backward chunk pairing).
+            hidden behind compute (0 = fully exposed); ``ep_overlap`` for the expert
+            all-to-all of micro-batches that are not paired.
+        ep_pair_overlap: under a schedule that pairs the forward of one micro-batch with the
+            backward of another (DualPipe; ``plan.combined_1f1b``, Megatron-core's combined
+            1F1B), the share of the paired micro-batch's computation available to hide the
+            all-to-all behind; 1 (default): all of it (DeepSeek-AI 2024 sec. 3.2.1, "both
+            all-to-all and PP communication can be fully hidden"; Megatron-core's guide: a
+            micro-batch's dispatch and combine are hidden by the other's attention and MLP).
         param_gather_overlap: fraction of the ZeRO parameter all-gather after the optimizer
             step hidden behind the next forward (Megatron's ``overlap_param_gather``).
         usable_memory: fraction of HBM available to weights, optimizer states and
@@ -217,6 +222,7 @@ class Efficiency:
     tp_overlap: float = 0.0
     dp_overlap: float = 0.9
     ep_overlap: float = 0.0
+    ep_pair_overlap: float = 1.0
     pp_overlap: float = 0.0
     param_gather_overlap: float = 0.0
     usable_memory: float = 0.9
@@ -231,7 +237,8 @@ class Efficiency:
                 check_probability(f"efficiency.{name}", v)
                 check_positive(f"efficiency.{name}", v)
         check_probability("efficiency.usable_memory", self.usable_memory)
-        for name in ("tp_overlap", "dp_overlap", "ep_overlap", "pp_overlap", "param_gather_overlap"):
+        for name in ("tp_overlap", "dp_overlap", "ep_overlap", "ep_pair_overlap", "pp_overlap",
+                     "param_gather_overlap"):
             check_probability(f"efficiency.{name}", getattr(self, name))
         if self.replica_overlap is not None:
             check_probability("efficiency.replica_overlap", self.replica_overlap)

@@ -111,8 +111,8 @@ KEY_DOCS = {
                                   "before the transfer, DeepSeek-V3; needs precision = 'fp8'); the combines move BF16"),
         "combined_1f1b": ("Megatron's combined 1F1B schedule (--overlap-moe-expert-parallel-comm, Megatron-Bridge's "
                           "moe_a2a_overlap), 1f1b or interleaved with ep > 1: each micro-batch's expert all-to-all "
-                          "hidden behind the paired micro-batch's computation (times efficiency.ep_overlap, as under "
-                          "DualPipe); the unpaired warm-up micro-batches keep theirs exposed"),
+                          "hidden behind the paired micro-batch's computation (times efficiency.ep_pair_overlap, as "
+                          "under DualPipe); the unpaired warm-up micro-batches hide efficiency.ep_overlap of theirs"),
         "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
                       "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
                       "current MoE recipes; Megatron-core's default when unset is tp)"),
@@ -130,7 +130,10 @@ KEY_DOCS = {
         "efficiency.replica_overlap": ("hybrid sharding (zero_shard_group): fraction of the replicas' gradient "
                                        "all-reduce over the outermost level hidden behind compute (default: "
                                        "dp_overlap)"),
-        "efficiency.ep_overlap": "fraction of EP communication hidden behind compute",
+        "efficiency.ep_overlap": ("fraction of the expert all-to-all hidden behind compute, for micro-batches "
+                                  "that are not paired"),
+        "efficiency.ep_pair_overlap": ("under DualPipe or combined_1f1b: share of the paired micro-batch's "
+                                       "computation that hides the expert all-to-all (1: all of it)"),
         "efficiency.pp_overlap": "fraction of PP communication hidden behind compute",
         "efficiency.usable_memory": "fraction of HBM available to weights, optimizer states and activations",
     },

@@ -80,11 +80,18 @@ COMBINED_1F1B_CAVEAT = ("combined 1F1B: the paired micro-batches hide {hidden:.3
 
 
 #: said under a plan that pairs micro-batches to hide the expert all-to-all (combined 1F1B,
-#: DualPipe) while its efficiency.ep_overlap is 0 (the default): the pairing then hides nothing
-PAIRING_NO_OVERLAP = ("{pairing} with efficiency.ep_overlap = 0 (the default) hides none of the expert all-to-all: "
-                      "ep_overlap is the share of the paired micro-batch's computation that can cover it (1.0: "
-                      "all of it, the reading of Megatron-core's guide and of DeepSeek-V3's report); set it in "
-                      "the plan's [efficiency] table")
+#: DualPipe) while its efficiency.ep_pair_overlap is 0: the pairing then hides nothing
+PAIRING_NO_OVERLAP = ("{pairing} with efficiency.ep_pair_overlap = 0 hides none of the expert all-to-all: "
+                      "ep_pair_overlap is the share of the paired micro-batch's computation that can cover it "
+                      "(1, the default: all of it, the reading of Megatron-core's guide and of DeepSeek-V3's "
+                      "report)")
+
+
+#: said under a DualPipe plan that sets efficiency.ep_overlap, which DualPipe does not use (every
+#: micro-batch is paired; until 2026-12-06 DualPipe read ep_overlap for its pairing)
+DUALPIPE_EP_OVERLAP_UNUSED = ("efficiency.ep_overlap = {value:g} plays no part under DualPipe, which pairs every "
+                              "micro-batch: the pairing's share is efficiency.ep_pair_overlap (until 2026-12-06 "
+                              "DualPipe read ep_overlap for it; move the value there)")
 
 
 #: said when the generation of the fused attention kernel alone moves the step by more than
@@ -115,7 +122,8 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`; a plan
     with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
     hides, computed); a plan that pairs micro-batches (combined 1F1B, DualPipe) with expert
-    parallelism and ``ep_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`.
+    parallelism and ``ep_pair_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`, a DualPipe plan
+    that sets ``ep_overlap`` (unused there) :data:`DUALPIPE_EP_OVERLAP_UNUSED`.
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
@@ -144,11 +152,14 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         exposed = step_time(spec.workload, spec.hardware, spec.plan.replace(combined_1f1b=False),
                             efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0)).step_time
         notes.append(COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed))
-    if isinstance(spec, PlanSpec) and spec.plan.ep > 1 and spec.efficiency.ep_overlap == 0:
+    if isinstance(spec, PlanSpec) and spec.plan.ep > 1 and spec.efficiency.ep_pair_overlap == 0:
         if spec.plan.combined_1f1b:
             notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B"))
         elif Schedule(spec.plan.schedule) is Schedule.DUALPIPE:
             notes.append(PAIRING_NO_OVERLAP.format(pairing="DualPipe"))
+    if (isinstance(spec, PlanSpec) and spec.plan.ep > 1 and Schedule(spec.plan.schedule) is Schedule.DUALPIPE
+            and spec.efficiency.ep_overlap != 0):
+        notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=spec.efficiency.ep_overlap))
     return notes
 
 

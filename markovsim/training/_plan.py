@@ -149,8 +149,8 @@ class Plan:
     schedule (``--overlap-moe-expert-parallel-comm``; Megatron-Bridge's ``moe_a2a_overlap``),
     for a 1F1B or interleaved plan with expert parallelism: the forward of one micro-batch runs
     beside the backward of another, and each one's expert all-to-all is hidden behind the
-    other's computation; the warm-up and cool-down micro-batches, which have no partner, keep
-    theirs exposed. ``efficiency.ep_overlap`` is then the share of the partner's computation
+    other's computation; the warm-up and cool-down micro-batches, which have no partner, hide
+    what an unpaired micro-batch hides (``efficiency.ep_overlap``). ``efficiency.ep_pair_overlap`` is the share of the partner's computation
     that can cover it, as under DualPipe.
     """
 

@@ -46,10 +46,10 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
     :math:`M` of the :math:`N` nodes) and is forwarded to its experts inside the node; the
     two legs run concurrently. Exposed: :math:`(1 - o_{ep})\,C_{ep}`; under DualPipe, whose paired
     forward and backward chunks hide each other's all-to-all,
-    :math:`\max(0, C_{ep} - o_{ep} T_\text{compute})`; with Megatron-core's combined 1F1B
+    :math:`\max(0, C_{ep} - o_{pair} T_\text{compute})` (``ep_pair_overlap``); with Megatron-core's combined 1F1B
     (``combined_1f1b``, 1F1B or interleaved) the same for the share :math:`\pi` of the
-    micro-batches that have a partner, the rest exposed:
-    :math:`(1 - \pi) C_{ep} + \pi \max(0, C_{ep} - o_{ep} T_\text{compute})`, with
+    micro-batches that have a partner, the rest as unpaired ones:
+    :math:`(1 - \pi)(1 - o_{ep}) C_{ep} + \pi \max(0, C_{ep} - o_{pair} T_\text{compute})`, with
     :math:`\pi = 1 - w / (m v)` and :math:`w` the first stage's warm-up forwards
     (:math:`p - 1`; interleaved :math:`2(p - 1) + (v - 1)p`; 1 without a pipeline);
   - PP: a send and a receive of the stage-boundary activation per chunk per micro-batch,
@@ -213,7 +213,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         level_lat=np.array([l.latency_s for l in lv], float), node_size=float(hardware.node_size),
         eff_bw=float(eff_bw), legacy=1.0 if legacy else 0.0,
         e_compute=float(efficiency.compute if legacy else 1.0),
-        o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap,
+        o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap, o_pair=efficiency.ep_pair_overlap,
         o_pp=efficiency.pp_overlap, o_pg=efficiency.param_gather_overlap, usable=efficiency.usable_memory,
         o_rep=efficiency.dp_overlap if efficiency.replica_overlap is None else efficiency.replica_overlap,
         step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
@@ -454,16 +454,18 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm
-    ep_dual = jnp.maximum(ep_comm - c["o_ep"] * compute, 0.0)
+    ep_dual = jnp.maximum(ep_comm - c["o_pair"] * compute, 0.0)
     exposed_ep = jnp.where(sched == SCHEDULE_CODES[Schedule.DUALPIPE], ep_dual, (1 - c["o_ep"]) * ep_comm)
     # Megatron-core's combined 1F1B (combined_1f1b): each micro-batch's all-to-all hides behind
     # the computation of the one paired with it, as under DualPipe; the first stage's warm-up
     # forwards (Megatron's count: pp - 1, interleaved 2 (pp - 1) + (v - 1) pp; without a
-    # pipeline the first forward) and as many cool-down backwards have no partner
+    # pipeline the first forward) and as many cool-down backwards have no partner and hide
+    # the unpaired fraction ep_overlap
     inter = sched == SCHEDULE_CODES[Schedule.INTERLEAVED]
     warm = jnp.where(pp > 1, jnp.where(inter, 2.0 * (pp - 1.0) + (v - 1.0) * pp, pp - 1.0), 1.0)
     paired = jnp.clip(1.0 - warm / (m * jnp.where(inter, v, 1.0)), 0.0, 1.0)
-    combined = ((1.0 - paired) * ep_comm + jnp.maximum(paired * (ep_comm - c["o_ep"] * compute), 0.0))
+    combined = ((1.0 - paired) * (1 - c["o_ep"]) * ep_comm
+                + jnp.maximum(paired * (ep_comm - c["o_pair"] * compute), 0.0))
     pairs = (q["c1f1b"] > 0) & (ep > 1) & (inter | (sched == SCHEDULE_CODES[Schedule.ONE_F_ONE_B]))
     exposed_ep = jnp.where(pairs, combined, exposed_ep)
     exposed_pp = (1 - c["o_pp"]) * pp_comm

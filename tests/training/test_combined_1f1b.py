@@ -34,44 +34,57 @@ def _warm_up(pp, v, interleaved):
     return 2 * (pp - 1) + (v - 1) * pp if interleaved else pp - 1
 
 
-@pytest.mark.parametrize("pp, v, schedule, ep_overlap", [(1, 1, "1f1b", 1.0), (4, 1, "1f1b", 1.0),
-                                                         (4, 2, "interleaved", 0.6), (2, 4, "interleaved", 1.0)])
-def test_the_exposed_all_to_all_against_its_closed_form(pp, v, schedule, ep_overlap):
+@pytest.mark.parametrize("pp, v, schedule, pair", [(1, 1, "1f1b", 1.0), (4, 1, "1f1b", 1.0),
+                                                   (4, 2, "interleaved", 0.6), (2, 4, "interleaved", 1.0)])
+def test_the_exposed_all_to_all_against_its_closed_form(pp, v, schedule, pair):
     w = _moe()
     plan = Plan(tp=1, pp=pp, dp=8, ep=8, global_batch=8 * 16, micro_batch=1, virtual_stages=v, schedule=schedule)
-    eff = Efficiency(ep_overlap=ep_overlap)
+    eff = Efficiency(ep_overlap=0.3, ep_pair_overlap=pair)
     # the all-to-all with nothing hidden, and the computation it can hide behind
-    comm = step_time(w, H100, plan, efficiency=dataclasses.replace(eff, ep_overlap=0.0)).ep_exposed
+    comm = step_time(w, H100, plan, efficiency=Efficiency(ep_overlap=0.0)).ep_exposed
     combined = step_time(w, H100, plan.replace(combined_1f1b=True), efficiency=eff)
     m = plan.micro_batches
     pi = 1.0 - _warm_up(pp, v, schedule == "interleaved") / (m * v)
-    expected = (1 - pi) * comm + pi * max(comm - ep_overlap * combined.compute, 0.0)
-    assert comm > 0
+    # the unpaired warm-up micro-batches hide ep_overlap (0.3) of theirs, the paired ones what the partner covers
+    expected = (1 - pi) * 0.7 * comm + pi * max(comm - pair * combined.compute, 0.0)
+    assert comm > 0 and pi < 1
     assert combined.ep_exposed == pytest.approx(expected, rel=1e-9, abs=1e-12)
-    # without the key the plan's ep_overlap hides the same fraction of every micro-batch
-    assert step_time(w, H100, plan, efficiency=eff).ep_exposed == pytest.approx((1 - ep_overlap) * comm, rel=1e-9)
+    # without the key ep_overlap hides the same fraction of every micro-batch, ep_pair_overlap none
+    assert step_time(w, H100, plan, efficiency=eff).ep_exposed == pytest.approx(0.7 * comm, rel=1e-9)
+
+
+@pytest.mark.parametrize("pair", [0.0, 0.5, 1.0])
+def test_dualpipe_pairs_with_the_same_overlap(pair):
+    """DualPipe's pairing is timed with ep_pair_overlap too, max(0, C - o T); ep_overlap,
+    the unpaired fraction, plays no part in it."""
+    w = _moe()
+    plan = Plan(tp=1, pp=4, dp=8, ep=8, global_batch=8 * 16, schedule="dualpipe")
+    comm = step_time(w, H100, plan, efficiency=Efficiency(ep_pair_overlap=0.0)).ep_exposed
+    for unpaired in (0.0, 0.8):
+        b = step_time(w, H100, plan, efficiency=Efficiency(ep_overlap=unpaired, ep_pair_overlap=pair))
+        assert b.ep_exposed == pytest.approx(max(comm - pair * b.compute, 0.0), rel=1e-9, abs=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
-@given(pp=st.sampled_from([1, 2, 4]), mb_per_replica=st.integers(1, 64), ep_overlap=st.floats(0.0, 1.0),
+@given(pp=st.sampled_from([1, 2, 4]), mb_per_replica=st.integers(1, 64), pair=st.floats(0.0, 1.0),
        hidden=st.sampled_from([1024, 2048, 4096]))
-def test_the_pairing_hides_no_more_than_the_partner_and_exposes_no_more_than_nothing(pp, mb_per_replica, ep_overlap,
+def test_the_pairing_hides_no_more_than_the_partner_and_exposes_no_more_than_nothing(pp, mb_per_replica, pair,
                                                                                      hidden):
     """Between the two extremes: never below what a perfect pairing of every micro-batch
     leaves, max(0, C - o T), never above the whole all-to-all C."""
     w = dataclasses.replace(_moe(), hidden=hidden)
     plan = Plan(tp=1, pp=pp, dp=8, ep=8, global_batch=8 * mb_per_replica, combined_1f1b=True)
-    eff = Efficiency(ep_overlap=ep_overlap)
+    eff = Efficiency(ep_pair_overlap=pair)
     comm = step_time(w, H100, plan.replace(combined_1f1b=False), efficiency=Efficiency(ep_overlap=0.0)).ep_exposed
     b = step_time(w, H100, plan, efficiency=eff)
-    assert max(comm - ep_overlap * b.compute, 0.0) - 1e-12 <= b.ep_exposed <= comm * (1 + 1e-12)
+    assert max(comm - pair * b.compute, 0.0) - 1e-12 <= b.ep_exposed <= comm * (1 + 1e-12)
 
 
 def test_a_single_micro_batch_has_no_partner():
     w = _moe()
     plan = Plan(tp=1, pp=1, dp=8, ep=8, global_batch=8, micro_batch=1)
     bare = step_time(w, H100, plan, efficiency=Efficiency(ep_overlap=0.0)).ep_exposed
-    assert step_time(w, H100, plan.replace(combined_1f1b=True), efficiency=Efficiency(ep_overlap=1.0)).ep_exposed \
+    assert step_time(w, H100, plan.replace(combined_1f1b=True), efficiency=Efficiency(ep_pair_overlap=1.0)).ep_exposed \
         == pytest.approx(bare, rel=1e-12)
 
 
@@ -99,7 +112,7 @@ def test_the_search_holds_it_where_it_applies():
     """Held like the numerics: the best plan carries it only with expert parallelism and a
     1F1B or interleaved schedule, and the search's time for it is the single plan's."""
     w = _moe(layers=16)
-    eff = Efficiency(ep_overlap=1.0)
+    eff = Efficiency()  # pairs hide all they can (the default), unpaired micro-batches nothing
     held = Plan(tp=1, pp=1, dp=1, global_batch=1, combined_1f1b=True)
     best = search_plans(w, H100, 64, global_batch=256, efficiency=eff, numerics=held)
     validate_plan(w, best.plan)
@@ -119,12 +132,13 @@ def test_markovsim_train_says_it(tmp_path, capsys):
 
     doc = ('workload = "deepseek_v3"\nhardware = "h100_sxm"\ntp = 1\npp = 4\ndp = 64\nep = 64\nvirtual_stages = 8\n'
            'schedule = "interleaved"\nlayer_split = "uneven"\nglobal_batch = 512\ncombined_1f1b = true\n'
-           '[efficiency]\nep_overlap = 1.0\n')
+           '[efficiency]\ndp_overlap = 0.9\n')
     path = tmp_path / "c1f1b.toml"
     path.write_text(doc)
     assert _cli.main(["train", str(path)]) == 0
     out = capsys.readouterr().out
     assert "; expert dispatch per-expert in bf16, combined 1F1B" in out
+    assert "ep_overlap 0, ep_pair_overlap 1" in out  # the warm-up's share and the pairing's, both used
     assert _cli.main(["train", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["combined_1f1b"] is True
     path.write_text(doc.replace('schedule = "interleaved"', 'schedule = "gpipe"').replace("virtual_stages = 8\n", ""))
@@ -159,14 +173,20 @@ def test_the_caveat_says_what_the_published_run_shows():
     assert round((exposed - paired) / (exposed - measured)) == 2 and "about twice" in COMBINED_1F1B_CAVEAT
     said = [n for n in plan_caveats(spec) if n.startswith("combined 1F1B")]
     assert said == [COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed)]
-    # the default ep_overlap hides nothing: said, not silent (here ep_overlap is 1.0)
+    # a pairing told to hide nothing: said, not silent (the case keeps the default, 1)
     combined, dualpipe = (PAIRING_NO_OVERLAP.format(pairing=p) for p in ("combined 1F1B", "DualPipe"))
     assert combined not in plan_caveats(spec)
-    bare = dataclasses.replace(spec, efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0))
+    bare = dataclasses.replace(spec, efficiency=dataclasses.replace(spec.efficiency, ep_pair_overlap=0.0))
     assert combined in plan_caveats(bare)
     dual = dataclasses.replace(bare, plan=bare.plan.replace(combined_1f1b=False, schedule="dualpipe",
                                                             virtual_stages=1))
     assert dualpipe in plan_caveats(dual)
     assert dualpipe not in plan_caveats(dataclasses.replace(dual, efficiency=spec.efficiency))
+    # a DualPipe plan whose ep_overlap (unused there) is set is told where the value belongs
+    unused = [n for n in plan_caveats(dataclasses.replace(dual, efficiency=Efficiency(ep_overlap=0.5)))
+              if n.startswith("efficiency.ep_overlap = 0.5 plays no part under DualPipe")]
+    assert len(unused) == 1
+    assert not [n for n in plan_caveats(dataclasses.replace(dual, efficiency=Efficiency()))
+                if "plays no part" in n]
     assert not [n for n in plan_caveats(dataclasses.replace(spec, plan=spec.plan.replace(combined_1f1b=False)))
                 if n.startswith("combined 1F1B")]
