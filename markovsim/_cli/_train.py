@@ -140,6 +140,7 @@ def run(args) -> int:
         ("pipeline bubble", c.pct(o["pipeline_bubble_fraction"]) + " of compute + bubble"),
         ("memory per card", f"{o['memory_bytes'] / 2**30:.1f} GiB of {usable / 2**30:.1f} GiB usable"
          + ("" if o["fits"] else _over(o["memory_bytes"], usable, spec.hardware.hbm_bytes))),
+        ("  of which", _memory_parts(o)),
         ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),
         ("communication before overlap", f"{o['communication_total_s']:.4f} s"),
     ]))
@@ -229,6 +230,13 @@ def _plan_info(plan) -> dict:
             "expert_tp": plan.expert_tp, "ep_dispatch": plan.ep_dispatch.value,
             "expert_routing": plan.expert_routing.value, "ep_dispatch_precision": plan.ep_dispatch_precision.value,
             "combined_1f1b": bool(plan.combined_1f1b)}
+
+
+def _memory_parts(o: dict) -> str:
+    """Where the memory per card goes: weights, gradients, optimizer states, activations."""
+    return ", ".join(f"{name} {o[key] / 2**30:.1f} GiB" for name, key in (
+        ("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_state_bytes"),
+        ("activations", "activations_bytes")))
 
 
 def _over(used: float, usable: float, hbm: float) -> str:

@@ -2,8 +2,9 @@
 
 :func:`plan_outputs` flattens :func:`~markovsim.training.step_time` into named scalars in
 SI units: every time term of :class:`~markovsim.training.StepBreakdown` as ``<term>_s``,
-``step_time_s``, ``communication_total_s``, ``memory_bytes``, ``usable_memory_bytes``,
-``fits`` (1 or 0), ``tokens_per_s``, ``tokens_per_s_per_card``, ``mfu``, ``mfu_causal``,
+``step_time_s``, ``communication_total_s``, ``memory_bytes`` and its parts
+``weights_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``, ``activations_bytes``,
+``usable_memory_bytes``, ``fits`` (1 or 0), ``tokens_per_s``, ``tokens_per_s_per_card``, ``mfu``, ``mfu_causal``,
 ``mfu_6n``, ``mfu_megatron``, ``hfu``, ``tflops_per_gpu``, ``tflops_per_gpu_megatron`` (in
 units of 1e12 FLOP/s, as reports quote them), ``pipeline_bubble_fraction`` (bubble /
 (compute + bubble), the idle share of the pipeline timeline) and ``cards``.
@@ -42,6 +43,7 @@ __all__ = ["PLAN_OUTPUT_UNITS", "plan_outputs", "plan_caveats", "linearity_point
 PLAN_OUTPUT_UNITS = {f"{p}_s": "s" for p in StepBreakdown.PARTS}
 PLAN_OUTPUT_UNITS.update({
     "step_time_s": "s", "communication_total_s": "s", "memory_bytes": "B", "usable_memory_bytes": "B",
+    "weights_bytes": "B", "gradients_bytes": "B", "optimizer_state_bytes": "B", "activations_bytes": "B",
     "fits": "1", "tokens_per_s": "tokens/s", "tokens_per_s_per_card": "tokens/s", "mfu": "1",
     "mfu_causal": "1", "mfu_6n": "1", "mfu_megatron": "1", "hfu": "1", "tflops_per_gpu": "TFLOP/s",
     "tflops_per_gpu_megatron": "TFLOP/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
@@ -200,6 +202,8 @@ def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict
     out.update({
         "step_time_s": b.step_time, "communication_total_s": b.communication_total,
         "memory_bytes": b.memory_bytes, "usable_memory_bytes": b.usable_memory_bytes, "fits": float(b.fits),
+        "weights_bytes": b.weights_bytes, "gradients_bytes": b.gradients_bytes,
+        "optimizer_state_bytes": b.optimizer_state_bytes, "activations_bytes": b.activations_bytes,
         "tokens_per_s": b.tokens_per_s, "tokens_per_s_per_card": b.tokens_per_s / cards,
         "mfu": b.mfu, "mfu_causal": b.mfu_causal, "mfu_6n": b.mfu_6n, "mfu_megatron": b.mfu_megatron,
         "hfu": b.hfu, "tflops_per_gpu": b.tflops_per_gpu, "tflops_per_gpu_megatron": b.tflops_per_gpu_megatron,

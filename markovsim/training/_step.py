@@ -140,7 +140,10 @@ class StepBreakdown:
     The step is the sum of ``compute``, ``bubble``, the four communication ``*_exposed``
     terms, ``optimizer``, ``grad_norm``, ``sync``, ``overhead``, ``data_loading``,
     ``straggler`` and ``offload_exposed`` (activation offloading's transfers that compute does
-    not hide). ``fits``: ``memory_bytes`` within the usable HBM.
+    not hide). ``fits``: ``memory_bytes`` within the usable HBM. ``memory_bytes`` is the sum of
+    ``weights_bytes`` (the weight copies, with ZeRO-3's gather buffers), ``gradients_bytes``,
+    ``optimizer_state_bytes`` (master weights and Adam's moments) and ``activations_bytes``
+    (what the fullest stage holds for its micro-batches in flight; module ``_memory``).
     """
 
     step_time: float
@@ -169,6 +172,10 @@ class StepBreakdown:
     usable_memory_bytes: float = 0.0
     fits: bool = True
     offload_exposed: float = 0.0  # activation offloading's transfers not hidden behind compute
+    weights_bytes: float = 0.0
+    gradients_bytes: float = 0.0
+    optimizer_state_bytes: float = 0.0
+    activations_bytes: float = 0.0
 
     #: the time terms that add up to ``step_time``
     PARTS = ("compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
@@ -509,6 +516,8 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     return dict(step_time=step, compute=compute, bubble=bubble, tp_exposed=exposed_tp,
                 ep_exposed=exposed_ep, pp_exposed=exposed_pp, dp_exposed=exposed_dp,
                 optimizer=optimizer, grad_norm=grad_norm, sync=sync, offload_exposed=offload, memory_bytes=memory,
+                weights_bytes=weights, gradients_bytes=grads, optimizer_state_bytes=opt_states,
+                activations_bytes=act_bytes,
                 tokens_per_s=tokens_per_s, mfu=per_gpu * c["flops_palm"] / c["peak"],
                 hfu=per_gpu * hw_flops / c["peak"],
                 communication_total=tp_comm + ep_comm + pp_comm + dp_grad + dp_param,
@@ -610,7 +619,8 @@ def breakdown_from(out: dict, c: dict, straggler, index=()) -> StepBreakdown:
 
 #: the fields :func:`evaluate_plans` returns per plan
 _CORE = ("step_time", "compute", "bubble", "tp_exposed", "ep_exposed", "pp_exposed", "dp_exposed", "optimizer",
-         "grad_norm", "sync", "offload_exposed", "memory_bytes", "tokens_per_s", "mfu", "hfu", "communication_total")
+         "grad_norm", "sync", "offload_exposed", "memory_bytes", "tokens_per_s", "mfu", "hfu", "communication_total",
+         "weights_bytes", "gradients_bytes", "optimizer_state_bytes", "activations_bytes")
 
 
 def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
