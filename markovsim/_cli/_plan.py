@@ -103,6 +103,8 @@ def _numerics_text(numerics, workload_moe=None) -> str:
 
 
 def run(args) -> int:
+    from ..training._search import NEAR_FIT_EXCESS, near_fit_mask
+
     if args.top < 1:
         raise SpecError(f"--top {args.top}: expected a number of plans >= 1")
     for name, limit in (("tp", "max_tp"), ("pp", "max_pp")):
@@ -128,12 +130,15 @@ def run(args) -> int:
     keep &= passed
     index = np.flatnonzero(keep)
     usable = efficiency.usable_memory * hardware.hbm_bytes
-    near = np.flatnonzero(ok & passed & ~fits & (out["memory_bytes"] <= (1.0 + NEAR_FIT_EXCESS) * usable))
+    near = np.flatnonzero(ok & passed & near_fit_mask(out, usable))
     if index.size == 0:
         raise SpecError(f"no valid plan of {workload.name} on {cards} cards (global batch {batch}) fits in "
                         f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB per card and passes the "
                         f"filters (of {np.asarray(ok).size} candidates {tiled} split the cards, the layers and the "
-                        f"global batch validly, {valid} of them fit in memory)")
+                        f"global batch validly, {valid} of them fit in memory"
+                        + (f"; {near.size} more that pass the filters exceed it by at most "
+                           f"{100 * NEAR_FIT_EXCESS:.0f} %, which the memory model can overstate" if near.size else "")
+                        + ")")
     best = index[np.argsort(out["step_time"][index], kind="stable")][: args.top]
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
@@ -210,18 +215,12 @@ def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, 
     return attention_kernel_caveat(kernel, step_s, alt)
 
 
-#: the largest memory / usable memory of a published dense plan that ran (Llama 3 405B on
-#: 8,192-16,384 H100, models/cases/gpu_training_runs.toml): the model's memory is pessimistic by
-#: that much on real runs (docs/background/accuracy.md); a test recomputes it
-PUBLISHED_DENSE_EXCESS = 1.18
-#: how far over the modelled memory a plan may be and still be named as a near fit: that
-#: excess, rounded up
-NEAR_FIT_EXCESS = 0.2
-
-
 def _near_fit_text(near: dict, best: dict) -> str:
     """The line under the table about the plans left out for memory by at most
-    :data:`NEAR_FIT_EXCESS`: how many, and the fastest of them against plan #1."""
+    ``NEAR_FIT_EXCESS`` (``markovsim.training._search``): how many, and the fastest of them
+    against plan #1."""
+    from ..training._search import PUBLISHED_DENSE_EXCESS
+
     r = near["fastest"]
     gain = 1.0 - r["step_time_s"] / best["step_time_s"]
     return (f"near fits: {near['count']} more valid plans exceed the modelled memory by at most "
