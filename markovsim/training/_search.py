@@ -65,6 +65,8 @@ def _held_for(held: dict, ep: int, schedule: Schedule) -> dict:
     there alone)."""
     pairs = ep > 1 and schedule in (Schedule.ONE_F_ONE_B, Schedule.INTERLEAVED)
     return dict(held, combined_1f1b=bool(held["combined_1f1b"]) and pairs)
+
+
 # the search explores Megatron-LM's modes; torchtitan's per-operator policy (the last code) is
 # evaluated when a plan names it, not proposed
 _RECOMPUTES = [r for r in RECOMPUTE_CODES if r is not Recompute.SELECTIVE_OP]

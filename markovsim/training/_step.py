@@ -220,7 +220,8 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
         level_lat=np.array([l.latency_s for l in lv], float), node_size=float(hardware.node_size),
         eff_bw=float(eff_bw), legacy=1.0 if legacy else 0.0,
         e_compute=float(efficiency.compute if legacy else 1.0),
-        o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap, o_pair=efficiency.ep_pair_overlap,
+        o_tp=efficiency.tp_overlap, o_dp=efficiency.dp_overlap, o_ep=efficiency.ep_overlap,
+        o_pair=efficiency.ep_pair_overlap,
         o_pp=efficiency.pp_overlap, o_pg=efficiency.param_gather_overlap, usable=efficiency.usable_memory,
         o_rep=efficiency.dp_overlap if efficiency.replica_overlap is None else efficiency.replica_overlap,
         step_overhead=kernels.step_overhead_s if not legacy else 0.0, data_loading=efficiency.data_loading_s,
@@ -638,8 +639,8 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             1F1B (``Plan.combined_1f1b``; applied where the plan has ``ep > 1`` and a 1F1B or
             interleaved schedule), the 0/1 module flags of
             :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
-            a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, no combined 1F1B, 12 bytes and ``core_attn`` alone when
-            absent). No validity checks: the
+            a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, no combined 1F1B, 12
+            bytes and ``core_attn`` alone when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
