@@ -133,7 +133,7 @@ def run(args) -> int:
     near = np.flatnonzero(ok & passed & near_fit_mask(out, usable))
     if index.size == 0:
         raise SpecError(f"no valid plan of {workload.name} on {cards} cards (global batch {batch}) fits in "
-                        f"{efficiency.usable_memory * hardware.hbm_bytes / 2**30:.1f} GiB per card and passes the "
+                        f"{usable / 2**30:.1f} GiB per card and passes the "
                         f"filters (of {np.asarray(ok).size} candidates {tiled} split the cards, the layers and the "
                         f"global batch validly, {valid} of them fit in memory"
                         + (f"; {near.size} more that pass the filters exceed it by at most "
@@ -219,16 +219,16 @@ def _near_fit_text(near: dict, best: dict) -> str:
     """The line under the table about the plans left out for memory by at most
     ``NEAR_FIT_EXCESS`` (``markovsim.training._search``): how many, and the fastest of them
     against plan #1."""
-    from ..training._search import PUBLISHED_DENSE_EXCESS
+    from ..training._search import PUBLISHED_DENSE_EXCESS, plan_layout
 
     r = near["fastest"]
     gain = 1.0 - r["step_time_s"] / best["step_time_s"]
+    layout = plan_layout(*(r[k] for k in ("tp", "pp", "dp", "ep", "cp", "virtual_stages", "micro_batch", "zero_stage",
+                                          "schedule")), _recompute(r))
     return (f"near fits: {near['count']} more valid plans exceed the modelled memory by at most "
             f"{100 * near['excess_at_most']:.0f} % (on published dense runs that ran the model's memory was up to "
-            f"{PUBLISHED_DENSE_EXCESS:.2f}x the usable); the fastest, tp {r['tp']} pp {r['pp']} dp {r['dp']}"
-            + (f" ep {r['ep']}" if r["ep"] > 1 else "") + (f" cp {r['cp']}" if r["cp"] > 1 else "")
-            + f" v {r['virtual_stages']} mb {r['micro_batch']} zero {r['zero_stage']} {r['schedule']} "
-            f"{_recompute(r)}, {100 * (near['over_usable'] - 1):.0f} % over, would take {r['step_time_s']:.4g} s "
+            f"{PUBLISHED_DENSE_EXCESS:.2f}x the usable); the fastest, {layout}, "
+            f"{100 * (near['over_usable'] - 1):.0f} % over, would take {r['step_time_s']:.4g} s "
             + (f"({100 * gain:.1f} % less than #1)" if gain > 0 else "(no faster than #1)"))
 
 

@@ -213,7 +213,8 @@ def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
     # and every micro-batch of other schedules use ep_overlap
     pairs = bool(p.combined_1f1b) or p.schedule is tr.Schedule.DUALPIPE
     return c.efficiency_items(spec.efficiency, {
-        "tp_overlap": p.tp > 1 or p.cp > 1, "ep_overlap": moe and p.schedule is not tr.Schedule.DUALPIPE, "ep_pair_overlap": moe and pairs,
+        "tp_overlap": p.tp > 1 or p.cp > 1, "ep_overlap": moe and p.schedule is not tr.Schedule.DUALPIPE,
+        "ep_pair_overlap": moe and pairs,
         "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
         "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0})
 

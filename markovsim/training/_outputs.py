@@ -143,25 +143,26 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     if (hardware is not None and precision is not None and Precision(precision) is Precision.FP8
             and hardware.peak_fp8_flop_per_s is None):
         notes.append(FP8_WITHOUT_PEAK_CAVEAT.format(name=hardware.name))
-    if isinstance(spec, PlanSpec) and AttentionKernel(spec.plan.attention_kernel) in _FUSED:
-        other = other_fused_kernel(spec.plan.attention_kernel)
-        base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
-        alt = step_time(spec.workload, spec.hardware, spec.plan.replace(attention_kernel=other),
-                        efficiency=spec.efficiency).step_time
-        notes += attention_kernel_caveat(spec.plan.attention_kernel, base, alt)
-    if isinstance(spec, PlanSpec) and spec.plan.combined_1f1b:
-        paired = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
-        exposed = step_time(spec.workload, spec.hardware, spec.plan.replace(combined_1f1b=False),
-                            efficiency=dataclasses.replace(spec.efficiency, ep_overlap=0.0)).step_time
-        notes.append(COMBINED_1F1B_CAVEAT.format(hidden=exposed - paired, paired=paired, exposed=exposed))
-    if isinstance(spec, PlanSpec) and spec.plan.ep > 1 and spec.efficiency.ep_pair_overlap == 0:
-        if spec.plan.combined_1f1b:
-            notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B"))
-        elif Schedule(spec.plan.schedule) is Schedule.DUALPIPE:
-            notes.append(PAIRING_NO_OVERLAP.format(pairing="DualPipe"))
-    if (isinstance(spec, PlanSpec) and spec.plan.ep > 1 and Schedule(spec.plan.schedule) is Schedule.DUALPIPE
-            and spec.efficiency.ep_overlap != 0):
-        notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=spec.efficiency.ep_overlap))
+    if not isinstance(spec, PlanSpec):
+        return notes
+    plan, eff = spec.plan, spec.efficiency
+    fused = AttentionKernel(plan.attention_kernel) in _FUSED
+    # the plan's own step, once, for the caveats that compare against it
+    base = step_time(spec.workload, spec.hardware, plan, efficiency=eff).step_time if fused or plan.combined_1f1b \
+        else None
+    if fused:
+        alt = step_time(spec.workload, spec.hardware, plan.replace(attention_kernel=other_fused_kernel(
+            plan.attention_kernel)), efficiency=eff).step_time
+        notes += attention_kernel_caveat(plan.attention_kernel, base, alt)
+    if plan.combined_1f1b:
+        exposed = step_time(spec.workload, spec.hardware, plan.replace(combined_1f1b=False),
+                            efficiency=dataclasses.replace(eff, ep_overlap=0.0)).step_time
+        notes.append(COMBINED_1F1B_CAVEAT.format(hidden=exposed - base, paired=base, exposed=exposed))
+    dualpipe = Schedule(plan.schedule) is Schedule.DUALPIPE
+    if plan.ep > 1 and eff.ep_pair_overlap == 0 and (plan.combined_1f1b or dualpipe):
+        notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B" if plan.combined_1f1b else "DualPipe"))
+    if plan.ep > 1 and dualpipe and eff.ep_overlap != 0:
+        notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=eff.ep_overlap))
     return notes
 
 

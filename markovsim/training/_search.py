@@ -227,10 +227,16 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
                         near_fit_breakdown=None if j is None else breakdown_from(out, c, plans["straggler"], j))
 
 
+def plan_layout(tp, pp, dp, ep, cp, virtual_stages, micro_batch, zero_stage, schedule, recompute) -> str:
+    """A plan's layout in one phrase (for messages): the degrees, the schedule and the
+    recomputation as text."""
+    return (f"tp {tp} pp {pp} dp {dp}" + (f" ep {ep}" if ep > 1 else "") + (f" cp {cp}" if cp > 1 else "")
+            + f" v {virtual_stages} mb {micro_batch} zero {zero_stage} {schedule} {recompute}")
+
+
 def _short(p: Plan) -> str:
-    """A plan's layout in one phrase (for messages)."""
-    return (f"tp {p.tp} pp {p.pp} dp {p.dp}" + (f" ep {p.ep}" if p.ep > 1 else "") + (f" cp {p.cp}" if p.cp > 1 else "")
-            + f" v {p.virtual_stages} mb {p.micro_batch} zero {p.zero_stage} {p.schedule.value} {p.recompute.value}")
+    return plan_layout(p.tp, p.pp, p.dp, p.ep, p.cp, p.virtual_stages, p.micro_batch, p.zero_stage,
+                       p.schedule.value, p.recompute.value)
 
 
 def _plan_at(plans: dict, i: int, global_batch: int, numerics: Plan | None) -> Plan:
