@@ -741,11 +741,12 @@ def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
     m = tr.memory_breakdown(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency)
     assert m.total > spec.hardware.hbm_bytes  # beyond the HBM, not only the reserve
     assert f"DOES NOT FIT: {100 * (m.total / m.usable_bytes - 1):.0f} % over, beyond the 80 GiB of HBM" in out
-    assert ("recompute selective (mla_up_proj, layernorm); Adam moments bf16; fp8 GEMMs; "
+    assert ("recompute selective (mla_up_proj, layernorm); Adam moments bf16; fp8 GEMMs, delayed scaling; "
             "expert dispatch per-expert in bf16") in out  # the MoE plan's dispatch, default format
+    # the FP8 recipe: Transformer Engine's default, delayed scaling, named in the header and the JSON
     got = run_json(capsys, "train", str(plan))
     assert got["plan"]["recompute_modules"] == ["mla_up_proj", "layernorm"]
-    assert got["plan"]["optimizer_moments"] == "bf16"
+    assert got["plan"]["optimizer_moments"] == "bf16" and got["plan"]["fp8_recipe"] == "delayed"
     assert (got["plan"]["ep_dispatch"], got["plan"]["ep_dispatch_precision"], got["plan"]["expert_tp"]) == (
         "per-expert", "bf16", 1)
     # a plan between the usable memory and the HBM is tight
@@ -782,7 +783,7 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     assert got["numerics"] == {"precision": "fp8", "fp8_params": False, "attention_kernel": "flash",
                                "grad_reduce": "bf16", "optimizer_moments": "fp32", "ep_dispatch": "per-expert",
                                "expert_routing": "random", "ep_dispatch_precision": "bf16",
-                               "combined_1f1b": False}
+                               "combined_1f1b": False, "fp8_recipe": "delayed"}
     mine = spec.plan.replace(virtual_stages=4)  # the file's v = 5 is not a searched depth; 4 is
     want = tr.step_time(spec.workload, spec.hardware, mine, efficiency=spec.efficiency).step_time
     same = [r for r in got["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],
@@ -796,7 +797,7 @@ def test_plan_holds_the_plan_files_numerics(capsys):
                                          r["recompute"]) == (4, 1, 1, "interleaved", "none")]
     assert slow[0]["step_time_s"] > 1.2 * want
     code, out, _ = run(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "1")
-    assert code == 0 and "held, not searched: fp8 GEMMs, flash attention, gradients reduced in bf16" in out
+    assert code == 0 and "held, not searched: fp8 GEMMs (delayed scaling), flash attention, gradients reduced in bf16" in out
     assert ("efficiency: tp_overlap 0.8, pp_overlap 0.5, param_gather_overlap 0.9; at their defaults: "
             "dp_overlap 0.9, usable_memory 0.9") in out  # held for every candidate, from the file
     best = tr.search_plans(spec.workload, spec.hardware, 64, global_batch=128, efficiency=spec.efficiency,

@@ -39,6 +39,7 @@ from ._plan import (
     LayerSplit as LayerSplit,
     Plan as Plan,
     Precision as Precision,
+    FP8Recipe as FP8Recipe,
     validate_plan as validate_plan,
 )
 from ._dispatch import dispatch_copies as dispatch_copies
@@ -129,7 +130,7 @@ __all__ = [
     "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
-    "AttentionKernel", "FLASH1_SPEED", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan", "Precision",
+    "AttentionKernel", "FLASH1_SPEED", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan", "Precision", "FP8Recipe",
     "validate_plan", "dispatch_copies",
     "MemoryBreakdown", "memory_breakdown", "Operator", "operator_table",
     "PlanSpec", "load_hardware", "load_plan", "load_workload",

@@ -113,6 +113,11 @@ KEY_DOCS = {
                           "moe_a2a_overlap), 1f1b or interleaved with ep > 1: each micro-batch's expert all-to-all "
                           "hidden behind the paired micro-batch's computation (times efficiency.ep_pair_overlap, as "
                           "under DualPipe); the unpaired warm-up micro-batches hide efficiency.ep_overlap of theirs"),
+        "fp8_recipe": ("with precision = 'fp8', Transformer Engine's scaling recipe: delayed (DelayedScaling, its "
+                       "default and NeMo 24.x's: a blocking all-reduce of the amaxes over the pipeline stage's "
+                       "tp x cp x dp ranks after each chunk's forward and backward, charged in sync), current "
+                       "(Float8CurrentScaling, Megatron-Bridge's FP8-CS), mxfp8 (MXFP8BlockScaling) or blockwise "
+                       "(DeepSeek-V3's tile/block scaling); the last three synchronise nothing across ranks"),
         "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
                       "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
                       "current MoE recipes; Megatron-core's default when unset is tp)"),

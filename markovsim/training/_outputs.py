@@ -56,7 +56,7 @@ MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.
               "came within 32 % for DeepSeek-V3 (nine runs) and Qwen3-235B with 16- or 32-way expert parallelism "
               "(five) (within 23 % but for the one run under Megatron's combined 1F1B, +32 %: the model hides "
               "more of its all-to-all than the run did), but predicted 1.2-3.5x the measured throughput of the small fine-grained models "
-              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.06-1.19x "
+              "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.06-1.16x "
               "that of Grok-1 (8 experts, 2 active; NVIDIA's DGXC recipe on 512-2,048 H100); on six NeMo "
               "AutoModel MoE runs (PyTorch FSDP2 and DeepEP on H100) it predicted 1.05-1.54x the measured "
               "throughput: the MoE layer's routing, permutation and host-synchronisation costs have no term; "

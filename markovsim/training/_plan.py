@@ -18,7 +18,7 @@ from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "Precision", "RECOMPUTE_MODULES", "EPDispatch",
-           "ExpertRouting", "validate_plan"]
+           "ExpertRouting", "FP8Recipe", "validate_plan"]
 
 
 class AttentionKernel(enum.Enum):
@@ -62,6 +62,22 @@ class Precision(enum.Enum):
     @property
     def bytes(self) -> float:
         return {Precision.BF16: 2.0, Precision.FP8: 1.0, Precision.FP32: 4.0}[self]
+
+
+class FP8Recipe(enum.Enum):
+    """How an FP8 run scales its tensors (Transformer Engine's recipes), as far as it costs
+    time beyond the GEMMs: ``delayed`` (``DelayedScaling``, Transformer Engine's default
+    recipe, and NeMo's before 2025) scales each tensor by the amax history of earlier
+    iterations and, with ``reduce_amax`` (its default), all-reduces the amaxes over the
+    ``fp8_group`` at the end of each forward and backward of an ``fp8_autocast`` region;
+    ``current`` (``Float8CurrentScaling``), ``mxfp8`` (``MXFP8BlockScaling``) and
+    ``blockwise`` (DeepSeek-V3's tile- and block-wise scaling, ``Float8BlockScaling``) scale
+    from the tensor itself and synchronise nothing across data-parallel ranks."""
+
+    DELAYED = "delayed"
+    CURRENT = "current"
+    MXFP8 = "mxfp8"
+    BLOCKWISE = "blockwise"
 
 
 class LayerSplit(enum.Enum):
@@ -151,7 +167,11 @@ class Plan:
     beside the backward of another, and each one's expert all-to-all is hidden behind the
     other's computation; the warm-up and cool-down micro-batches, which have no partner, hide
     what an unpaired micro-batch hides (``efficiency.ep_overlap``). ``efficiency.ep_pair_overlap`` is the share of the partner's computation
-    that can cover it, as under DualPipe.
+    that can cover it, as under DualPipe. ``fp8_recipe``: with ``precision = "fp8"``, the
+    scaling recipe (:class:`FP8Recipe`, default ``delayed``, Transformer Engine's default):
+    under ``delayed`` each forward and each backward of a pipeline chunk ends with a blocking
+    all-reduce of the amaxes over the ranks of its pipeline stage (Megatron-core's
+    ``fp8_group``, the tensor-, context- and data-parallel ranks), charged in ``sync``.
     """
 
     tp: int
@@ -178,6 +198,7 @@ class Plan:
     expert_routing: ExpertRouting = ExpertRouting.RANDOM
     ep_dispatch_precision: Precision = Precision.BF16
     combined_1f1b: bool = False
+    fp8_recipe: FP8Recipe = FP8Recipe.DELAYED
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
     precision: Precision = Precision.BF16
     grad_reduce: Precision = Precision.FP32
@@ -223,7 +244,8 @@ _INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", 
              "zero_stage", "zero_shard_group", "recompute_layers", "offload_layers")
 _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
             "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision,
-            "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting, "ep_dispatch_precision": Precision}
+            "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting, "ep_dispatch_precision": Precision,
+            "fp8_recipe": FP8Recipe}
 
 
 def member(name: str, value, kind: type[enum.Enum]) -> enum.Enum:
@@ -333,6 +355,7 @@ def validate_plan(workload: Workload, plan: Plan, *, world_size: int | None = No
             f"plan.combined_1f1b=True: Megatron-core pairs the forward and backward micro-batches of the 1F1B "
             f"and interleaved schedules (got schedule={_schedule(plan.schedule).value!r}); expected schedule='1f1b' "
             "or 'interleaved' (DualPipe pairs them itself)")
+    member("plan.fp8_recipe", plan.fp8_recipe, FP8Recipe)
     dispatch = Precision(plan.ep_dispatch_precision)
     if dispatch is Precision.FP32:
         raise InvalidParameterError("plan.ep_dispatch_precision='fp32': expected 'bf16' or 'fp8'")

@@ -24,7 +24,7 @@ from .._io import Reference, Table, base_of, label, load_with, reads_document, r
 from ._keydocs import KEY_DOCS
 from ._hardware import Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
-from ._plan import AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision
+from ._plan import AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
 __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_from_document",
@@ -243,6 +243,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         expert_routing=_choice(t, "expert_routing", ExpertRouting, ExpertRouting.RANDOM),
         ep_dispatch_precision=_choice(t, "ep_dispatch_precision", Precision, Precision.BF16, _GEMM),
         combined_1f1b=t.raw("combined_1f1b", False, types=(bool,)),
+        fp8_recipe=_choice(t, "fp8_recipe", FP8Recipe, FP8Recipe.DELAYED),
     )
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"

@@ -74,9 +74,11 @@ for the pipeline stage that holds the most layers (the fullest stage, with the l
   master and moments written, BF16 weight written);
 * :math:`T_\text{grad norm}`: reading the rank's gradient shard, plus an all-reduce of one
   number over all ranks, :math:`2\lceil\log_2 N\rceil\alpha` (grows with scale);
-* :math:`T_\text{sync}`: the loss all-reduce over all ranks (the same latency) and, with
-  tied embeddings over pipeline stages, the embedding-gradient all-reduce between the
-  first and last stage;
+* :math:`T_\text{sync}`: the loss all-reduce over all ranks (the same latency), with
+  tied embeddings over pipeline stages the embedding-gradient all-reduce between the
+  first and last stage, and under FP8 delayed scaling (``Plan.fp8_recipe``) Transformer
+  Engine's blocking amax all-reduce at the end of each pipeline chunk's forward and
+  backward over the stage's :math:`tp \cdot cp \cdot dp` ranks, :math:`2 m v` of them;
 * :math:`T_\text{overhead}`: the kernel model's fixed per-step cost (launches,
   synchronisation), fitted; :math:`T_\text{data}`: exposed data loading, given;
 * :math:`T_\text{straggler}`: given (seconds), e.g. from
@@ -104,8 +106,8 @@ from ._hardware import Efficiency, Hardware, KernelModel
 from ._memory import blended_activation_bytes, in_flight, parameter_copies, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
-from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, LayerSplit, Plan, Precision, \
-    validate_plan
+from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, \
+    Precision, validate_plan
 from ._dispatch import copies_array
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
     module_recompute_flops, parameter_count
@@ -123,7 +125,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
              "fp8_params", "uneven", "straggler", "attn", "fp8", "disp_bytes", "grad_bytes", "offload", "opt_bytes",
-             "ep_in", "ep_remote", "etp", "c1f1b", *MODULE_KEYS.values())
+             "ep_in", "ep_remote", "etp", "c1f1b", "amax", *MODULE_KEYS.values())
 
 
 def module_flags(modules: tuple[str, ...]) -> dict:
@@ -496,7 +498,14 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     grad_norm = norm_read + reduce_scalar
     bw_pp, _ = _level(c, 2 * tp * cp * dp)
     embedding_sync = jnp.where((pp > 1) & (c["tied"] > 0), c["vocab"] * h / tp * gb / bw_pp, 0.0)
-    sync = reduce_scalar + embedding_sync
+    # FP8 delayed scaling (fp8_recipe = "delayed"): Transformer Engine all-reduces the amaxes of
+    # an fp8_autocast region, blocking, at the end of its forward and of its backward, over
+    # Megatron-core's fp8_group (the tp x cp x dp ranks of one pipeline stage, consecutive in
+    # the rank order); the region is a pipeline chunk: two latency-bound all-reduces per
+    # micro-batch and chunk (three FP32 amaxes of each of a layer's four GEMMs)
+    amax_bytes = 48.0 * sh["stage_layers"] / v
+    amax_sync = q["amax"] * 2.0 * m * v * _grouped(c, ar, amax_bytes, tp * cp * dp, one)
+    sync = reduce_scalar + embedding_sync + amax_sync
     overhead = c["step_overhead"]
     data_loading = c["data_loading"]
     straggler = q["straggler"]
@@ -542,11 +551,13 @@ def ep_node_size(node_size, expert_tp, xp=np):
 
 
 def numerics_values(precision, fp8_params, attention_kernel, grad_reduce, optimizer_moments,
-                    ep_dispatch_precision) -> dict:
+                    ep_dispatch_precision, fp8_recipe=FP8Recipe.DELAYED) -> dict:
     """The kernel's values of a plan's number formats and attention kernel (``fp8``,
     ``fp8_params``, ``attn``, ``disp_bytes``, ``grad_bytes``, ``opt_bytes``): the one
     translation for a single plan and for the search's held numerics."""
-    return dict(fp8=float(Precision(precision) is Precision.FP8), fp8_params=float(bool(fp8_params)),
+    fp8 = Precision(precision) is Precision.FP8
+    return dict(fp8=float(fp8), fp8_params=float(bool(fp8_params)),
+                amax=float(fp8 and FP8Recipe(fp8_recipe) is FP8Recipe.DELAYED),
                 attn=float(ATTENTION_CODES[AttentionKernel(attention_kernel)]),
                 disp_bytes=Precision(ep_dispatch_precision).bytes, grad_bytes=Precision(grad_reduce).bytes,
                 opt_bytes=4.0 + 2.0 * Precision(optimizer_moments).bytes)
@@ -564,7 +575,7 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 c1f1b=float(bool(plan.combined_1f1b)),
                 **numerics_values(plan.precision, plan.fp8_params, plan.attention_kernel, plan.grad_reduce,
-                                  plan.optimizer_moments, plan.ep_dispatch_precision),
+                                  plan.optimizer_moments, plan.ep_dispatch_precision, plan.fp8_recipe),
                 **module_flags(plan.recompute_modules))
 
 
@@ -637,8 +648,9 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             under full recomputation, ``fp8_params`` 1 for FP8 weights, ``opt_bytes`` the
             optimizer state per parameter (12 or 8), ``c1f1b`` 1 for Megatron-core's combined
             1F1B (``Plan.combined_1f1b``; applied where the plan has ``ep > 1`` and a 1F1B or
-            interleaved schedule), the 0/1 module flags of
-            :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
+            interleaved schedule), ``amax`` 1 where delayed FP8 scaling all-reduces its amaxes
+            (``Plan.fp8_recipe``; defaults to ``fp8``, delayed scaling being the default
+            recipe), the 0/1 module flags of :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
             a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, no combined 1F1B, 12
             bytes and ``core_attn`` alone when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
@@ -656,6 +668,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
                 c1f1b=np.zeros(shape), opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)
+    full.setdefault("amax", full["fp8"])  # FP8 plans default to delayed scaling (Plan.fp8_recipe)
     if "ep_in" not in plans:  # the dispatch copies from the held dispatch and routing (codes)
         full["ep_in"], full["ep_remote"] = dispatch_arrays(workload, hardware, plans["ep"], plans.get("ep_disp"),
                                                            plans.get("ep_route"))
