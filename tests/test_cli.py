@@ -867,3 +867,15 @@ def test_train_and_plan_say_when_the_attention_kernel_decides_the_step(capsys, t
     said = [c for c in ranked["caveats"] if c.startswith("attention kernel")]
     assert len(said) == 1 and f"({other:.3g} s against {first['step_time_s']:.3g} s)" in said[0]
     assert not [c for c in run_json(capsys, "train", PLAN)["caveats"] if c.startswith("attention kernel")]
+
+
+def test_plan_filters_read_their_choices_in_any_case(capsys):
+    """--precision FP8 is --precision fp8 (the model files read choices the same way);
+    a value that is no choice in any case is still refused by name."""
+    got = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "5",
+                   "--precision", "BF16", "--schedule", "Interleaved", "--recompute", "NONE")
+    assert got["numerics"]["precision"] == "bf16"
+    assert got["plans"] and {(r["schedule"], r["recompute"]) for r in got["plans"]} == {("interleaved", "none")}
+    with pytest.raises(SystemExit):
+        run(capsys, "plan", "llama3_70b_h100_64", "--precision", "FP9")
+    assert "invalid choice: 'fp9'" in capsys.readouterr().err

@@ -34,6 +34,14 @@ def test_raw_without_types_accepts_booleans_and_typed_rejects_them():
         t.integer("n")
 
 
+def test_a_choice_in_another_case_is_the_choice_and_a_typo_is_refused():
+    t = Table({"precision": "FP8", "batch": "Fixed-Global", "dtype": "fp9"}, "plan")
+    assert t.text("precision", choices=("bf16", "fp8")) == "fp8"
+    assert t.text("batch", choices=("fixed-global", "fixed-replica")) == "fixed-global"
+    with pytest.raises(ms.SpecError, match=r"plan.dtype='fp9': expected one of 'bf16', 'fp8'"):
+        t.text("dtype", choices=("bf16", "fp8"))
+
+
 def test_optional_integer_with_minimum_may_be_absent():
     assert Table({}, "x").integer("n", None, minimum=1) is None
 
@@ -72,3 +80,18 @@ def test_one_reference_rule(tmp_path):
     assert resolve("mine.toml", folder="recovery") == __import__("pathlib").Path("mine.toml")
     with pytest.raises(ms.SpecError, match=r"no preset 'nope' in models/recovery/ \(presets: ascend_tiered"):
         resolve("nope", folder="recovery")
+
+
+@pytest.mark.parametrize("typed,meant", [
+    ("H100_SXM", "'h100_sxm'"), ("h100", "'h100_sxm'"), ("H100 SXM", "'h100_sxm'"), ("gb200", "'gb200_nvl72'"),
+])
+def test_a_mistyped_preset_name_is_refused_with_the_preset_it_likely_meant(typed, meant):
+    # refused, not resolved: a near name is a guess, so the error offers it and stops
+    with pytest.raises(ms.SpecError, match=f"did you mean {meant}\\? no preset '{typed}' in models/hardware/"):
+        resolve(typed, folder="hardware")
+
+
+def test_a_name_near_no_preset_gets_only_the_list():
+    with pytest.raises(ms.SpecError) as e:
+        resolve("zzz", folder="hardware")
+    assert "did you mean" not in str(e.value) and "(presets: a100_sxm_40gb" in str(e.value)

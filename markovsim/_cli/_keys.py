@@ -76,7 +76,8 @@ def page() -> str:
              "unit (`\"20 min\"`) or numbers under a key that carries the unit (`save_time_s = 120`); "
              "see [the units](../how-to/model-files.md#units). `[]` marks an array of tables "
              "(`[[tiers]]`). References to other files follow one rule: a bare name is a shipped "
-             "preset, a path is relative to the file that holds it, a table is the document inline.",
+             "preset, a path is relative to the file that holds it, a table is the document inline. "
+             "A text key with a list of allowed values reads them in any case (`\"FP8\"` is `fp8`).",
              ""]
     for schema, title, _, _ in _FILES:
         keys = sorted((info for (s, _), info in found.items() if s == schema), key=lambda i: i.key)

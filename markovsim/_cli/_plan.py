@@ -44,13 +44,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--cards", type=int, metavar="N", help="cards (default: the plan file's)")
     p.add_argument("--global-batch", type=int, metavar="B", help="sequences per step (default: the plan file's)")
     p.add_argument("--top", type=int, default=10, metavar="K", help="how many plans to list (default 10)")
-    p.add_argument("--schedule", action="append", choices=SCHEDULES,
+    p.add_argument("--schedule", action="append", choices=SCHEDULES, type=str.lower,
                    help="keep only these pipeline schedules (repeatable)")
-    p.add_argument("--recompute", action="append", choices=RECOMPUTES,
+    p.add_argument("--recompute", action="append", choices=RECOMPUTES, type=str.lower,
                    help="keep only these recomputation settings (repeatable)")
     for name in _FILTERS:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
-    p.add_argument("--precision", choices=PRECISIONS,
+    p.add_argument("--precision", choices=PRECISIONS, type=str.lower,
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
     p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
     p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")

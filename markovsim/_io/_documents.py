@@ -88,6 +88,23 @@ def _is_bare(ref: str) -> bool:
     return "/" not in ref and "\\" not in ref and not ref.endswith(".toml")
 
 
+def _near_presets(ref: str, names) -> list[str]:
+    """The presets a mistyped bare name most likely meant: those that match it ignoring case
+    and the separators ``-``, ``_`` and space, or start with it so read, else the closest by
+    :func:`difflib.get_close_matches` (at most three)."""
+    import difflib
+
+    def norm(text: str) -> str:
+        return "".join(ch for ch in text.casefold() if ch not in "-_ ")
+
+    key = norm(ref)
+    same = [n for n in names if norm(n) == key or (key and norm(n).startswith(key))]
+    if same:
+        return same[:3]
+    folded = {norm(n): n for n in names}
+    return [folded[m] for m in difflib.get_close_matches(key, list(folded), n=3, cutoff=0.75)]
+
+
 def resolve(ref: str | Path, *, folder: str, base: Path | None = None, where: str = "") -> Path:
     """The file a reference names (see the module documentation for the rule).
 
@@ -106,9 +123,12 @@ def resolve(ref: str | Path, *, folder: str, base: Path | None = None, where: st
         candidate = shipped_dir("models") / folder / f"{ref}.toml"
         if candidate.is_file():
             return candidate
-        known = ", ".join(presets(folder)) or "none"
+        names = presets(folder)
+        known = ", ".join(names) or "none"
         label = f"{where}={ref!r}" if where else repr(ref)
-        raise SpecError(f"{label}: model file not found: no preset {ref!r} in models/{folder}/ "
+        near = _near_presets(ref, names)
+        hint = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
+        raise SpecError(f"{label}: model file not found: {hint}no preset {ref!r} in models/{folder}/ "
                         f"(presets: {known}); a path needs a '/' or the .toml suffix")
     if not isinstance(ref, (str, Path)) or not str(ref):
         raise SpecError(f"{where or 'reference'}={ref!r}: expected a file name or a preset name")

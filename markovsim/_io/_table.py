@@ -258,7 +258,12 @@ class Table:
         self._note(key, "text", default, f"one of {', '.join(map(repr, choices))}" if choices else "", doc)
         value = self._get(key, default, (str,))
         if choices is not None and value not in choices:
-            raise SpecError(f"{self._name(key)}={value!r}: expected one of {', '.join(map(repr, choices))}")
+            # A choice written in another case ("FP8", "Fixed-Global") is the choice: the
+            # library's own API reads these names case-insensitively, and so does a file.
+            folded = [c for c in choices if isinstance(value, str) and c.casefold() == value.casefold()]
+            if len(folded) != 1:
+                raise SpecError(f"{self._name(key)}={value!r}: expected one of {', '.join(map(repr, choices))}")
+            value = folded[0]
         return value
 
     def integer(self, key: str, default: Any = ..., *, minimum: int | None = None, doc: str | None = None) -> int:
