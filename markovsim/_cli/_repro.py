@@ -63,7 +63,10 @@ VALIDATION_SUITES = (("gpu_training_runs.toml", "published GPU training runs (is
                                                     "calibrated on)"),
                      ("longcontext_training_runs.toml", "published long-context runs with context parallelism (NeMo, "
                                                         "Llama 2 7B on H100 and Llama 3 8B on B200, 4K-1M tokens; "
-                                                        "never calibrated on)"))
+                                                        "never calibrated on)"),
+                     ("torchtitan_h100_training_runs.toml", "published torchtitan runs on H100 (FSDP2, TP, PP, CP, "
+                                                            "torch.compile, Float8; 8-512 GPUs of a 500 W part; "
+                                                            "never calibrated on)"))
 
 
 def _validations(out: Path) -> list:

@@ -39,7 +39,7 @@ __all__ = ["SUITES", "EVIDENCE_FILE", "compute_evidence", "evidence_markdown", "
            "linearity_caveat", "linearity_key", "plan_evidence"]
 
 #: the validation suites whose holdout rows are the evidence (``models/cases/<name>_training_runs.toml``)
-SUITES = ("gpu", "tpu", "mpt", "automodel", "reports", "longcontext")
+SUITES = ("gpu", "tpu", "mpt", "automodel", "reports", "longcontext", "torchtitan_h100")
 #: the shipped table, in ``models/cases``
 EVIDENCE_FILE = "holdout_evidence.json"
 #: outputs whose error is the model's time against the measured one (the others are rates)

@@ -118,7 +118,7 @@ KEY_DOCS = {
                        "tp x cp x dp ranks after each chunk's forward and backward, charged in sync), current "
                        "(Float8CurrentScaling, Megatron-Bridge's FP8-CS), mxfp8 (MXFP8BlockScaling) or blockwise "
                        "(DeepSeek-V3's tile/block scaling); the last three synchronise nothing across ranks; "
-                       "a file that sets it without precision = 'fp8' is refused"),
+                       "a file that sets it and no precision is refused; with precision = 'bf16' it has no effect"),
         "expert_tp": ("Megatron's expert_tensor_parallel_size, as it places the expert-parallel group: its ep "
                       "ranks sit expert_tp ranks apart, spanning ep x expert_tp ranks (1: adjacent, NVIDIA's "
                       "current MoE recipes; Megatron-core's default when unset is tp)"),

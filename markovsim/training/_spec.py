@@ -245,13 +245,14 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         combined_1f1b=t.raw("combined_1f1b", False, types=(bool,)),
         fp8_recipe=_choice(t, "fp8_recipe", FP8Recipe, FP8Recipe.DELAYED),
     )
-    if "fp8_recipe" in t and plan.precision is not Precision.FP8:
-        # a recipe written beside BF16 GEMMs most likely means a forgotten precision = "fp8":
-        # refused, not read as BF16 (the library's Plan, which cannot tell a default from a
-        # written value, times such a plan in BF16, where no recipe applies)
-        raise SpecError(f"{t._name('fp8_recipe')}={t.raw('fp8_recipe')!r}: an FP8 scaling recipe needs "
-                        f"precision = \"fp8\" (got precision = {plan.precision.value!r}); expected "
-                        "precision = \"fp8\" or no fp8_recipe")
+    if "fp8_recipe" in t and "precision" not in t:
+        # a recipe with no precision written most likely means a forgotten precision = "fp8":
+        # refused, not read as BF16. A written precision = "bf16" is a choice (a what-if's
+        # --set precision="bf16" on an FP8 plan, a swept precision): the recipe then has no
+        # effect, as in the library's Plan, which cannot tell a default recipe from a written one
+        raise SpecError(f"{t._name('fp8_recipe')}={t.raw('fp8_recipe')!r}: an FP8 scaling recipe without a "
+                        "precision; expected precision = \"fp8\" (or precision = \"bf16\" to time the plan "
+                        "in BF16, where no recipe applies)")
     eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"
     t.finish()

@@ -12,7 +12,8 @@ from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel",
-                                                                                "reports", "longcontext")]
+                                                                                "reports", "longcontext",
+                                                                                "torchtitan_h100")]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
@@ -29,6 +30,8 @@ _PREFIXES = (
     ("MegaScale 2024 Figure 9", "A100, Megatron-LM (MegaScale 530B, 2,240-11,200 GPUs), MFU"),
     ("DGXC dev: Grok-1", "H100, Grok-1 314B MoE (DGXC, 8 experts, EP 8, 512-2,048 GPUs), step time"),
     ("DGXC", "H100 BF16 and FP8, NVIDIA DGXC recipes (NeMo, weak scaling to 2,304 GPUs), step time"),
+    ("torchtitan H100", "H100 96GB at 500 W, torchtitan (FSDP2, TP, PP, CP; Llama 3.1 8B-405B, 8-512 GPUs), "
+                        "tokens/s"),
     ("torchtitan", "A100, torchtitan FSDP2 (Llama 2 and 3, 64 GPUs), tokens/s"),
     ("MT-NLG", "A100, Megatron-DeepSpeed (MT-NLG 530B), step time"),
     ("Llama 3", "H100, Llama 3 405B (8K and 131K context), TFLOP/s"),

@@ -235,3 +235,46 @@ def test_the_long_context_suite_is_held_out_and_its_transcription_checks():
         assert flops_per_token == pytest.approx(nemo, rel=1e-9), c["name"]
     report = validate_cases(suite)
     assert len(report.rows) == 17 and all(np.isfinite(r.predicted) for r in report.rows)
+
+
+def test_the_torchtitan_h100_suite_is_held_out_and_its_transcription_checks():
+    """The torchtitan H100 suite: 18 rows, every one a holdout; each row's plan is its
+    table's (GPUs = the degrees' product, global batch = local batch x data-parallel ranks,
+    the sequence of its name), its expected TPS/GPU is the one its source quotes, and the
+    part's peak is swept from the SXM to the NVL datasheet value. Then the numbers
+    docs/background/accuracy.md quotes for the blind run, recomputed."""
+    import re
+    import statistics
+    import tomllib
+    suite = SUITE.parent / "torchtitan_h100_training_runs.toml"
+    cases = tomllib.loads(suite.read_text())["case"]
+    assert len(cases) == 18 and {c["role"] for c in cases} == {"holdout"}
+    for c in cases:
+        src = c["source"]
+        gpus = int(re.search(r"(\d+) GPUs", src).group(1))
+        assert c["tp"] * c["pp"] * c["dp"] * c.get("cp", 1) == gpus, c["name"]
+        local = int(re.search(r"local batch (?:size )?(\d+)", src).group(1))
+        assert c["global_batch"] == local * c["dp"], c["name"]
+        tps = int(re.search(r": ([\d,]+) TPS/GPU$", src).group(1).replace(",", ""))
+        assert c["expect"]["tokens_per_s_per_card"] == tps, c["name"]
+        seq = re.search(r"sequence (\d+)$", c["name"])
+        if seq:
+            assert c["workload"]["seq_len"] == int(seq.group(1)), c["name"]
+        assert c["unpublished"]["hardware.peak_dense.bf16"] == ["989.4 TFLOP/s", "835.5 TFLOP/s"]
+        assert c["unpublished"]["hardware.peak_dense.fp8"] == ["1978.9 TFLOP/s", "1670.5 TFLOP/s"]
+    rows = {r.case.removeprefix("torchtitan H100: "): r for r in validate_cases(suite).rows}
+    err = {k: 100 * r.error for k, r in rows.items()}
+    page = " ".join((SUITE.parents[2] / "docs" / "background" / "accuracy.md").read_text().split())
+    assert (f"{sum(abs(e) <= 10 for e in err.values())} of 18 within 10 %, median "
+            f"{statistics.median(abs(e) for e in err.values()):.1f} %, max {max(err.values()):.1f} %") in page
+    p = {k: r.predicted for k, r in rows.items()}
+    on = "Llama 3.1 8B on {} H100, FSDP + torch.compile{}"
+    fp8 = [p[on.format(n, " + Float8")] / p[on.format(n, "")] for n in (8, 128)]
+    assert f"(model {fp8[0]:.2f}x" in page and abs(fp8[0] - fp8[1]) < 0.005
+    eager = [err[f"Llama 3.1 8B on {n} H100, FSDP"] for n in (8, 128)]
+    assert f"(it has no eager mode; +{eager[0]:.0f} and +{eager[1]:.0f} %)" in page
+    two_d, async_tp = (p[f"Llama 3.1 70B on 256 H100, 2D{x}"] for x in ("", " + AsyncTP"))
+    assert f"credits {100 * (async_tp / two_d - 1):.1f} %" in page
+    longest = [err[f"Llama 3.1 8B on 8 H100, FSDP {8 // cp}, CP {cp}, sequence {32768 * cp}"] for cp in (1, 2, 4, 8)]
+    assert (f"(8B: +{longest[0]:.0f} % at 32K without CP, +{longest[1]:.0f} % at 64K, +{longest[2]:.0f} % at 128K, "
+            f"+{longest[3]:.0f} % at 256K") in page

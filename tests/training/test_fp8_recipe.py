@@ -92,16 +92,20 @@ def test_plan_files_read_the_recipe_and_refuse_a_wrong_one():
         validate_plan(W, Plan(tp=1, pp=1, dp=1, global_batch=1, fp8_recipe="nope"))
 
 
-def test_a_recipe_beside_bf16_gemms_is_refused_in_a_file():
-    """fp8_recipe written with precision bf16 (or none) is a forgotten precision = "fp8" more
-    likely than a wish for BF16: the file is refused, naming both keys; a BF16 file without
-    the key reads as before."""
-    for precision in ({"precision": "bf16"}, {}):
-        doc = {k: v for k, v in _doc(fp8_recipe="Current").items() if k != "precision"} | precision
-        with pytest.raises(SpecError, match=r"fp8_recipe='Current': an FP8 scaling recipe needs precision = \"fp8\" "
-                                            r"\(got precision = 'bf16'\)"):
-            plan_from_document(doc)
-    assert plan_from_document(_doc(precision="bf16")).plan.precision.value == "bf16"
+def test_a_recipe_without_a_precision_is_refused_in_a_file():
+    """fp8_recipe written with no precision is a forgotten precision = "fp8" more likely than
+    a wish for BF16: the file is refused, naming the key and both ways out. A written
+    precision = "bf16" is a choice (a what-if's --set on an FP8 plan): read, the recipe
+    without effect."""
+    doc = {k: v for k, v in _doc(fp8_recipe="Current").items() if k != "precision"}
+    with pytest.raises(SpecError, match=r"fp8_recipe='Current': an FP8 scaling recipe without a precision; "
+                                        r"expected precision = \"fp8\""):
+        plan_from_document(doc)
+    bf16 = plan_from_document(doc | {"precision": "bf16"})
+    assert bf16.plan.precision.value == "bf16" and bf16.plan.fp8_recipe is FP8Recipe.CURRENT
+    # BF16 pays no amax reduction whatever the recipe says
+    p = _plan(precision="bf16")
+    assert step_time(W, H100, p.replace(fp8_recipe=FP8Recipe.DELAYED)).sync == step_time(W, H100, p).sync
 
 
 def test_the_search_holds_the_recipe():
