@@ -260,7 +260,7 @@ class Table:
         if choices is not None and value not in choices:
             # A choice written in another case ("FP8", "Fixed-Global") is the choice: the
             # library's own API reads these names case-insensitively, and so does a file.
-            folded = [c for c in choices if isinstance(value, str) and c.casefold() == value.casefold()]
+            folded = [c for c in choices if c.casefold() == value.casefold()] if isinstance(value, str) else []
             if len(folded) != 1:
                 raise SpecError(f"{self._name(key)}={value!r}: expected one of {', '.join(map(repr, choices))}")
             value = folded[0]

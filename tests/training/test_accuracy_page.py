@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from markovsim.training import runs_from_cases
+from markovsim.training._evidence import SUITES as EVIDENCE_SUITES
 from markovsim.validate import validate_cases
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in ("gpu", "tpu", "mpt", "automodel",
-                                                                                "reports", "longcontext",
-                                                                                "torchtitan_h100")]
+SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in EVIDENCE_SUITES]
 PAGE = (ROOT / "docs" / "background" / "accuracy.md").read_text()
 
 
