@@ -33,6 +33,7 @@ from ._pipeline import (
 )
 from ._plan import (
     FLASH1_SPEED as FLASH1_SPEED,
+    FLASH_BACKWARD_FLOPS as FLASH_BACKWARD_FLOPS,
     AttentionKernel as AttentionKernel,
     EPDispatch as EPDispatch,
     ExpertRouting as ExpertRouting,
@@ -130,7 +131,7 @@ __all__ = [
     "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
-    "AttentionKernel", "FLASH1_SPEED", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan", "Precision", "FP8Recipe",
+    "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan", "Precision", "FP8Recipe",
     "validate_plan", "dispatch_copies",
     "MemoryBreakdown", "memory_breakdown", "Operator", "operator_table",
     "PlanSpec", "load_hardware", "load_plan", "load_workload",

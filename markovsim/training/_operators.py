@@ -33,7 +33,9 @@ router stay in BF16 in FP8 runs (:data:`HIGH_PRECISION_GEMMS`).
 
 Attention core, per layer: FLOPs :math:`F = 2 b (s/c) s (n_q/t)(d_{qk}+d_v)`.
 
-* ``flash``: forward :math:`\kappa F/(P e_\text{attn})`, backward twice that, with
+* ``flash``: forward :math:`\kappa F/(P e_\text{attn})`, backward
+  :data:`~markovsim.training._plan.FLASH_BACKWARD_FLOPS` = 2.5 times that (the backward
+  recomputes the scores: five matrix products to the forward's two), with
   :math:`\kappa` the share of the keys the kernel computes (it skips masked blocks):
   1/2 for a causal mask, 1 otherwise, less on sliding-window layers
   (:func:`~markovsim.training._workload.attended_keys`, averaged over the layers);
@@ -67,7 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import (ATTENTION_CODES, FLASH1_SPEED, AttentionKernel, Plan, Precision, fused_attention,
+from ._plan import (ATTENTION_CODES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision, fused_attention,
                     validate_plan)
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
 
@@ -208,7 +210,9 @@ def _attention_core(c, q, xp):
     bwd_bytes = scores * (6.0 + 5.0 * c["dropout"])
     is_flash = fused_attention(q)
     fwd = xp.where(is_flash, flash, unfused + fwd_bytes / c["mem_bw"])
-    bwd = xp.where(is_flash, 2.0 * flash, 2.0 * unfused + bwd_bytes / c["mem_bw"])
+    # the fused backward recomputes the scores (FLASH_BACKWARD_FLOPS x the forward's products);
+    # the unfused one reads them back and runs twice the forward's batched products
+    bwd = xp.where(is_flash, FLASH_BACKWARD_FLOPS * flash, 2.0 * unfused + bwd_bytes / c["mem_bw"])
     return fwd, bwd
 
 

@@ -58,7 +58,7 @@ MOE_CAVEAT = ("mixture of experts: on 34 published Megatron-Bridge MoE runs (25.
               "more of its all-to-all than the run did), but predicted 1.2-3.5x the measured throughput of the small fine-grained models "
               "(Qwen3-30B-A3B, gpt-oss-120b) and of Qwen3-235B with 8-way expert parallelism, and 1.06-1.16x "
               "that of Grok-1 (8 experts, 2 active; NVIDIA's DGXC recipe on 512-2,048 H100); on six NeMo "
-              "AutoModel MoE runs (PyTorch FSDP2 and DeepEP on H100) it predicted 1.05-1.54x the measured "
+              "AutoModel MoE runs (PyTorch FSDP2 and DeepEP on H100) it predicted 1.02-1.53x the measured "
               "throughput: the MoE layer's routing, permutation and host-synchronisation costs have no term; "
               "read the throughput as an upper bound, and state the all-to-all as the run does it "
               "(ep_dispatch, expert_routing, ep_dispatch_precision, combined_1f1b) (docs/background/scaling.md)")

@@ -17,7 +17,7 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "Precision", "RECOMPUTE_MODULES", "EPDispatch",
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision", "RECOMPUTE_MODULES", "EPDispatch",
            "ExpertRouting", "FP8Recipe", "validate_plan"]
 
 
@@ -41,6 +41,16 @@ class AttentionKernel(enum.Enum):
 #: (the presets take the low end, 0.5; 0.25 / 0.5 = 0.5). A measured ratio on the A100, applied
 #: to every preset (an assumption beyond the A100).
 FLASH1_SPEED = 0.5
+
+#: Backward FLOPs of a fused (flash) attention kernel per forward FLOP. The forward runs two
+#: matrix products per block (:math:`S = QK^\top`, :math:`O = PV`); the backward, which keeps
+#: no score matrix, recomputes :math:`S` and runs four more (:math:`dV = P^\top dO`,
+#: :math:`dP = dO\,V^\top`, :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`): five products to the
+#: forward's two. Dao 2023, FlashAttention-2 (arXiv 2307.08691) sec. 3.2 and its benchmarks,
+#: which count the backward as 2.5x the forward FLOPs; the kernel fractions the presets cite
+#: (FlashAttention-2/-3 papers) are measured on that count. An unfused backward stores the
+#: scores and runs 2x the forward's batched products.
+FLASH_BACKWARD_FLOPS = 2.5
 
 #: the attention kernel codes of the plan arrays (``attn``): flash 0, unfused 1, flash1 2
 ATTENTION_CODES = {a: i for i, a in enumerate(AttentionKernel)}

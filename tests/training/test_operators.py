@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from markovsim.training import (AttentionKernel, Efficiency, FFNKind, Hardware, KernelModel, LinkLevel, Plan,
+from markovsim.training import (FLASH_BACKWARD_FLOPS, AttentionKernel, Efficiency, FFNKind, Hardware, KernelModel, LinkLevel, Plan,
                                 Precision, Recompute, Schedule, Workload, flops_per_token, load_plan, memory_breakdown,
                                 operator_table, parameter_count, step_time)
 
@@ -63,6 +63,22 @@ def test_flash_attention_skips_masked_blocks_and_fp8_is_faster():
     s8 = step_time(LLAMA, HW, plan.replace(precision=Precision.FP8))
     s16 = step_time(LLAMA, HW, plan)
     assert s8.compute < s16.compute and s8.mfu > s16.mfu
+
+
+@pytest.mark.parametrize("kernel", [AttentionKernel.FLASH, AttentionKernel.FLASH1])
+def test_a_fused_attention_backward_recomputes_the_scores(kernel):
+    """A flash backward runs five block products to the forward's two (S = QK^T again, dV,
+    dP, dQ, dK): 2.5x the forward's time at the same fraction of peak; an unfused backward
+    reads the stored scores back and runs two products per forward one."""
+    plan = Plan(tp=1, pp=1, dp=1, global_batch=1, attention_kernel=kernel)
+    core = _ops(LLAMA, plan)["attention_core"]
+    assert core.backward_s == pytest.approx(2.5 * core.forward_s, rel=1e-12)
+    assert FLASH_BACKWARD_FLOPS == 2.5
+    unfused = _ops(LLAMA, plan.replace(attention_kernel=AttentionKernel.UNFUSED))["attention_core"]
+    # unfused (no dropout): forward = products + 4 bytes a score, backward = 2 x products
+    # + 6 bytes a score, so backward - 2 x forward = -2 bytes a score at the HBM rate
+    scores = LLAMA.heads * LLAMA.seq_len ** 2
+    assert unfused.backward_s - 2 * unfused.forward_s == pytest.approx(-2 * scores / (2e12 * 0.8), rel=1e-9)
 
 
 def test_moe_operators_and_multi_token_prediction():
@@ -301,19 +317,21 @@ def test_a_first_generation_flash_kernel_takes_twice_the_attention_core_and_noth
     from markovsim.training import FLASH1_SPEED
     assert FLASH1_SPEED == 0.5  # Dao 2023 (arXiv 2307.08691) abstract: 25-40 % against 50-73 % of the A100's peak
     w = dataclasses.replace(LLAMA, seq_len=16384)
-    for recompute, repeats in ((Recompute.NONE, 3), (Recompute.FULL, 4)):
+    for recompute, forwards in ((Recompute.NONE, 0), (Recompute.FULL, 1)):
         plan = Plan(tp=1, pp=1, dp=1, global_batch=1, recompute=recompute)
         one = _ops(w, plan.replace(attention_kernel=AttentionKernel.FLASH1))
         two = _ops(w, plan)
         core1, core2 = one.pop("attention_core"), two.pop("attention_core")
         assert core1.forward_s == pytest.approx(core1.flops / 2 / (300e12 * 0.5 * FLASH1_SPEED), rel=1e-12)
-        assert core1.backward_s == pytest.approx(2 * core1.forward_s, rel=1e-12)
+        assert core1.backward_s == pytest.approx(FLASH_BACKWARD_FLOPS * core1.forward_s, rel=1e-12)
         assert {k: (o.forward_s, o.backward_s) for k, o in one.items()} == \
             {k: (o.forward_s, o.backward_s) for k, o in two.items()}
         s1 = step_time(w, HW, plan.replace(attention_kernel=AttentionKernel.FLASH1))
         s2 = step_time(w, HW, plan)
-        # one micro-batch, no pipeline: the step differs by the core's forward repeats x layers
-        want = repeats / 3 * (core1.forward_s + core1.backward_s - core2.forward_s - core2.backward_s) * w.layers
+        # one micro-batch, no pipeline: the step differs by the cores' forward and backward (and
+        # the recomputed forward) x layers
+        want = (core1.forward_s + core1.backward_s - core2.forward_s - core2.backward_s
+                + forwards * (core1.forward_s - core2.forward_s)) * w.layers
         assert s1.compute - s2.compute == pytest.approx(want, rel=1e-9)
         m1 = memory_breakdown(w, HW, plan.replace(attention_kernel=AttentionKernel.FLASH1))
         assert m1 == memory_breakdown(w, HW, plan)
