@@ -54,7 +54,9 @@ class KernelModel:
         gemm_traffic: :math:`k_\\text{traffic}`, HBM traffic of a GEMM in units of its
             operand and result sizes (tile re-reads and imperfect overlap; 0 = pure compute).
         attention_peak_fraction: fraction of peak reached by a fused (flash) attention
-            kernel, forward and backward together, on the FLOPs it actually computes.
+            kernel, forward and backward together, on the FLOPs it actually computes (the
+            backward recomputes the scores: :data:`~markovsim.training.FLASH_BACKWARD_FLOPS`
+            = 2.5x the forward's, the count the kernel papers measure on).
         memory_bandwidth_fraction: fraction of HBM bandwidth reached by memory-bound
             operators (norms, activations, softmax, optimizer).
         collective_bandwidth_fraction: fraction of a link's bandwidth a collective reaches.

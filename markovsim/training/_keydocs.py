@@ -46,7 +46,8 @@ KEY_DOCS = {
         "kernels": "fitted kernel-model constants of the operator roofline (markovsim.training.calibrate)",
         "kernels.gemm_peak_fraction": "fraction of peak a large GEMM reaches",
         "kernels.gemm_traffic": "HBM traffic of a GEMM in units of its operands, for the shape-dependent roofline",
-        "kernels.attention_peak_fraction": "fraction of peak a fused (flash) attention kernel reaches",
+        "kernels.attention_peak_fraction": ("fraction of peak a fused (flash) attention kernel reaches, forward and "
+                                            "backward, on the FLOPs it computes (its backward 2.5x the forward's)"),
         "kernels.memory_bandwidth_fraction": "fraction of HBM bandwidth memory-bound kernels reach",
         "kernels.collective_bandwidth_fraction": "fraction of a link's bandwidth a collective reaches",
         "kernels.step_overhead": "fixed host-side cost of one step (launches, synchronisation, logging)",
