@@ -109,6 +109,25 @@ ATTENTION_KERNEL_CAVEAT = ("attention kernel: timed as {now}; with {other} this 
 #: validation suites' tolerance
 KERNEL_SENSITIVITY = 0.10
 
+#: said under a plan whose fused attention core is at least ATTENTION_SHARE_FLAG of its layer
+#: time (long context): that time rests on one constant, and what the long-sequence holdouts
+#: found with it (models/cases/longcontext_training_runs.toml and
+#: torchtitan_h100_training_runs.toml, the rows past the same share; recomputed by
+#: tests/training/test_long_context_caveat.py)
+LONG_CONTEXT_CAVEAT = ("long context: the attention core is {share:.0f} % of this plan's layer time, timed at "
+                       "{fraction:.3g} of {hardware}'s peak (kernels.attention_peak_fraction), so that one "
+                       "constant sets most of the step. On the published runs with attention past half the layer "
+                       "the model's error (positive: faster than the run) was -0.1 to +9.4 % on H100 (NeMo, 32K-1M tokens; FlashAttention-2's "
+                       "measured rate), -17.8 to -2.0 % on B200 (NeMo, 32K-1M tokens; the H100's rate taken as an "
+                       "assumption, slower in the model as the sequence grows) and +30 to +87 % on torchtitan's "
+                       "500 W H100 (PyTorch context parallelism, 32K-256K tokens): on Blackwell read this step "
+                       "as an upper bound, on PyTorch's context parallelism as a lower bound "
+                       "(docs/background/accuracy.md)")
+
+#: the share of a layer's operator time in the attention core past which LONG_CONTEXT_CAVEAT
+#: is said ("most of the layer")
+ATTENTION_SHARE_FLAG = 0.5
+
 _FUSED = {AttentionKernel.FLASH: "flash (FlashAttention-2 or later)",
           AttentionKernel.FLASH1: "flash1 (FlashAttention v1 or its Triton port)"}
 
@@ -121,7 +140,9 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     :data:`MOE_CAVEAT`; an FP8 plan on hardware without an FP8 peak gets
     :data:`FP8_WITHOUT_PEAK_CAVEAT`; a plan with a fused attention kernel whose step would
     change by more than :data:`KERNEL_SENSITIVITY` with the other generation of that kernel
-    (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`; a plan
+    (``flash`` against ``flash1``, both computed) gets :data:`ATTENTION_KERNEL_CAVEAT`, and one
+    whose attention core is :data:`ATTENTION_SHARE_FLAG` or more of its layer time
+    (:func:`attention_share`) :data:`LONG_CONTEXT_CAVEAT`; a plan
     with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
     hides, computed); a plan that pairs micro-batches (combined 1F1B, DualPipe) with expert
     parallelism and ``ep_pair_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`, a DualPipe plan
@@ -154,6 +175,10 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         alt = step_time(spec.workload, spec.hardware, plan.replace(attention_kernel=other_fused_kernel(
             plan.attention_kernel)), efficiency=eff).step_time
         notes += attention_kernel_caveat(plan.attention_kernel, base, alt)
+        share = attention_share(spec)
+        if share is not None and share >= ATTENTION_SHARE_FLAG:
+            notes.append(LONG_CONTEXT_CAVEAT.format(share=100 * share, hardware=spec.hardware.name,
+                                                    fraction=spec.hardware.kernels.attention_peak_fraction))
     if plan.combined_1f1b:
         exposed = step_time(spec.workload, spec.hardware, plan.replace(combined_1f1b=False),
                             efficiency=dataclasses.replace(eff, ep_overlap=0.0)).step_time
@@ -164,6 +189,20 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     if plan.ep > 1 and dualpipe and eff.ep_overlap != 0:
         notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=eff.ep_overlap))
     return notes
+
+
+def attention_share(spec: PlanSpec) -> float | None:
+    """The attention core's share of one layer's operator time (forward and backward, the
+    output head left out) of ``spec`` on one rank, from :func:`~markovsim.training.operator_table`;
+    ``None`` where the plan is not timed from operators (no kernel model, or the single-scalar
+    ``efficiency.compute``)."""
+    from ._inspect import operator_table
+    if spec.hardware.kernels is None or spec.efficiency.compute is not None:
+        return None
+    ops = operator_table(spec.workload, spec.hardware, spec.plan)
+    layer = sum(o.forward_s + o.backward_s for o in ops if o.where != "logit")
+    core = sum(o.forward_s + o.backward_s for o in ops if o.name == "attention_core")
+    return core / layer if layer > 0 else None
 
 
 def other_fused_kernel(kernel) -> AttentionKernel | None:
