@@ -879,3 +879,26 @@ def test_plan_filters_read_their_choices_in_any_case(capsys):
     with pytest.raises(SystemExit):
         run(capsys, "plan", "llama3_70b_h100_64", "--precision", "FP9")
     assert "invalid choice: 'fp9'" in capsys.readouterr().err
+
+
+def test_train_and_plan_flag_a_long_context_plan(capsys, tmp_path):
+    """Where attention is most of the layer (Llama 3 8B at 128K tokens), train and plan both
+    say so with the long-context caveat; the same plan at 8K tokens carries none."""
+    def write(seq):
+        path = tmp_path / f"lc_{seq}.toml"
+        path.write_text(
+            'workload = { name = "Llama 3 8B", layers = 32, hidden = 4096, ffn_hidden = 14336, '
+            'ffn_kind = "swiglu", heads = 32, kv_heads = 8, head_dim = 128, vocab = 128256, '
+            f'seq_len = {seq} }}\nhardware = "b200"\ntp = 1\npp = 1\ncp = 8\ndp = 8\nglobal_batch = 8\n'
+            'precision = "fp8"\nfp8_recipe = "current"\n')
+        return str(path)
+
+    def notes(got):
+        return [c for c in got["caveats"] if c.startswith("long context")]
+
+    long = write(131072)
+    said = notes(run_json(capsys, "train", long))
+    assert len(said) == 1 and "of NVIDIA B200's peak" in said[0]
+    ranked = notes(run_json(capsys, "plan", long, "--top", "1"))
+    assert len(ranked) == 1 and ranked[0].startswith("long context: the attention core is")
+    assert notes(run_json(capsys, "train", write(8192))) == []

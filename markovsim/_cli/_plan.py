@@ -145,6 +145,7 @@ def run(args) -> int:
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
                               float(out["step_time"][best[0]]))
+    caveats += _long_context_caveat(workload, hardware, efficiency, plans, int(best[0]), batch, numerics)
     from ..training._evidence import evidence_for
 
     evidence = evidence_for(hardware, workload, numerics.precision)
@@ -215,6 +216,16 @@ def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, 
     first["attn"] = np.full(1, float(ATTENTION_CODES[other]))
     alt = float(np.asarray(tr.evaluate_plans(workload, hardware, first, efficiency=efficiency)["step_time"])[0])
     return attention_kernel_caveat(kernel, step_s, alt)
+
+
+def _long_context_caveat(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics) -> list[str]:
+    """The long-context caveat of ``markovsim train`` for the fastest plan ``i``."""
+    from ..training._outputs import long_context_caveat
+    from ..training._search import _plan_at
+    from ..training._spec import PlanSpec
+
+    plan = _plan_at(plans, i, batch, numerics)
+    return long_context_caveat(PlanSpec(workload.name, workload, hardware, plan, efficiency))
 
 
 def _near_fit_text(near: dict, best: dict) -> str:

@@ -175,10 +175,7 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         alt = step_time(spec.workload, spec.hardware, plan.replace(attention_kernel=other_fused_kernel(
             plan.attention_kernel)), efficiency=eff).step_time
         notes += attention_kernel_caveat(plan.attention_kernel, base, alt)
-        share = attention_share(spec)
-        if share is not None and share >= ATTENTION_SHARE_FLAG:
-            notes.append(LONG_CONTEXT_CAVEAT.format(share=100 * share, hardware=spec.hardware.name,
-                                                    fraction=spec.hardware.kernels.attention_peak_fraction))
+        notes += long_context_caveat(spec)
     if plan.combined_1f1b:
         exposed = step_time(spec.workload, spec.hardware, plan.replace(combined_1f1b=False),
                             efficiency=dataclasses.replace(eff, ep_overlap=0.0)).step_time
@@ -189,6 +186,18 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     if plan.ep > 1 and dualpipe and eff.ep_overlap != 0:
         notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=eff.ep_overlap))
     return notes
+
+
+def long_context_caveat(spec: PlanSpec) -> list[str]:
+    """:data:`LONG_CONTEXT_CAVEAT` (in a list) when the fused attention core of ``spec`` is
+    :data:`ATTENTION_SHARE_FLAG` or more of its layer time; else ``[]``."""
+    if AttentionKernel(spec.plan.attention_kernel) not in _FUSED:
+        return []
+    share = attention_share(spec)
+    if share is None or share < ATTENTION_SHARE_FLAG:
+        return []
+    return [LONG_CONTEXT_CAVEAT.format(share=100 * share, hardware=spec.hardware.name,
+                                       fraction=spec.hardware.kernels.attention_peak_fraction)]
 
 
 def attention_share(spec: PlanSpec) -> float | None:
