@@ -69,8 +69,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import (ATTENTION_CODES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision, fused_attention,
-                    validate_plan)
+from ._plan import (ATTENTION_CODES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision,
+                    fused_attention, validate_plan)
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]

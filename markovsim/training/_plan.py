@@ -17,8 +17,8 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision", "RECOMPUTE_MODULES", "EPDispatch",
-           "ExpertRouting", "FP8Recipe", "validate_plan"]
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision",
+           "RECOMPUTE_MODULES", "EPDispatch", "ExpertRouting", "FP8Recipe", "validate_plan"]
 
 
 class AttentionKernel(enum.Enum):

@@ -33,16 +33,13 @@ def test_the_share_is_the_operator_tables():
 
 def test_the_quoted_ranges_are_the_holdouts_past_the_share():
     text = LONG_CONTEXT_CAVEAT
-    for suite, groups in (("longcontext", {"H100": "on H100", "B200": "on B200"}),
-                          ("torchtitan_h100", {"H100": "on torchtitan's"})):
+    for suite, groups, digits in (("longcontext", {"H100": "on H100", "B200": "on B200"}, 1),
+                                  ("torchtitan_h100", {"H100": "on torchtitan's"}, 0)):
         path = CASES / f"{suite}_training_runs.toml"
         share = {r.name.split(" [")[0]: attention_share(r.spec) for r in runs_from_cases(path, role="holdout")}
         rows = [r for r in validate_cases(path).rows if r.role == "holdout" and share[r.case] >= ATTENTION_SHARE_FLAG]
         for key, where in groups.items():
             errors = [100 * r.error for r in rows if key in r.case]
             assert errors
-            if suite == "torchtitan_h100":
-                quoted = f"{min(errors):+.0f} to {max(errors):+.0f} % {where}"
-            else:
-                quoted = f"{min(errors):+.1f} to {max(errors):+.1f} % {where}"
+            quoted = f"{min(errors):+.{digits}f} to {max(errors):+.{digits}f} % {where}"
             assert quoted in text, quoted

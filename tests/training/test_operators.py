@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from markovsim.training import (FLASH_BACKWARD_FLOPS, AttentionKernel, Efficiency, FFNKind, Hardware, KernelModel, LinkLevel, Plan,
-                                Precision, Recompute, Schedule, Workload, flops_per_token, load_plan, memory_breakdown,
+from markovsim.training import (FLASH_BACKWARD_FLOPS, AttentionKernel, Efficiency, FFNKind, Hardware, KernelModel,
+                                LinkLevel, Plan, Precision, Recompute, Schedule, Workload, flops_per_token, load_plan, memory_breakdown,
                                 operator_table, parameter_count, step_time)
 
 KM = KernelModel(gemm_peak_fraction=0.7, gemm_traffic=1.5, attention_peak_fraction=0.5,
