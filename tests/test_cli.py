@@ -792,26 +792,27 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     bf16 = run_json(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "400",
                     "--precision", "bf16")
     assert bf16["numerics"]["precision"] == "bf16"
-    assert bf16["efficiency"]["tp_overlap"] == 0.8 and bf16["efficiency_defaults"] == ["dp_overlap", "usable_memory"]
+    assert bf16["efficiency"]["tp_overlap"] == 0.8 and bf16["efficiency_defaults"] == ["usable_memory"]
     slow = [r for r in bf16["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],
                                          r["recompute"]) == (4, 1, 1, "interleaved", "none")]
     assert slow[0]["step_time_s"] > 1.2 * want
     code, out, _ = run(capsys, "plan", "llama3_70b_h100_64", "--tp", "4", "--pp", "4", "--cp", "2", "--top", "1")
     assert code == 0 and "held, not searched: fp8 GEMMs (delayed scaling), flash attention, gradients reduced in bf16" in out
-    assert ("efficiency: tp_overlap 0.8, pp_overlap 0.5, param_gather_overlap 0.9; at their defaults: "
-            "dp_overlap 0.9, usable_memory 0.9") in out  # held for every candidate, from the file
+    assert ("efficiency: tp_overlap 0.8, pp_overlap 0.5, dp_overlap 0.9, param_gather_overlap 0.9; at their "
+            "defaults: usable_memory 0.9") in out  # held for every candidate, from the file
     best = tr.search_plans(spec.workload, spec.hardware, 64, global_batch=128, efficiency=spec.efficiency,
                            numerics=spec.plan)
     assert best.plan.precision is tr.Precision.FP8 and best.plan.grad_reduce is tr.Precision.BF16
 
 
 def test_train_names_the_efficiency_it_assumes(capsys, tmp_path):
-    """The efficiency line lists the settings the step uses, those the file sets apart from
-    those left at their defaults; communication the plan does not have is not listed."""
+    """The efficiency line lists the settings the step uses, those the file sets (a value
+    equal to the library's default included) apart from those left at their defaults;
+    communication the plan does not have is not listed."""
     code, out, _ = run(capsys, "train", "llama3_70b_h100_64")
     line = next(x for x in out.splitlines() if x.startswith("efficiency: "))
-    assert line == ("efficiency: tp_overlap 0.8, pp_overlap 0.5, param_gather_overlap 0.9; "
-                    "at their defaults: dp_overlap 0.9, usable_memory 0.9")
+    assert line == ("efficiency: tp_overlap 0.8, pp_overlap 0.5, dp_overlap 0.9, param_gather_overlap 0.9; "
+                    "at their defaults: usable_memory 0.9")
     plan = tmp_path / "bare.toml"
     plan.write_text('workload = "llama3_8b"\nhardware = "h100_sxm"\ntp = 2\npp = 1\ndp = 4\nglobal_batch = 64\n')
     got = run_json(capsys, "train", str(plan))
@@ -902,3 +903,31 @@ def test_train_and_plan_flag_a_long_context_plan(capsys, tmp_path):
     ranked = notes(run_json(capsys, "plan", long, "--top", "1"))
     assert len(ranked) == 1 and ranked[0].startswith("long context: the attention core is")
     assert notes(run_json(capsys, "train", write(8192))) == []
+
+
+def test_a_named_stack_is_shown_and_plan_stack_holds_it_for_every_candidate(capsys, tmp_path):
+    """[efficiency] stack names the overlaps on the efficiency line; `markovsim plan --stack`
+    evaluates every candidate with them (the fastest plan's step is the library's step_time
+    with Efficiency.for_stack); a search that states no overlap carries the overlap caveat."""
+    plan = tmp_path / "stack.toml"
+    plan.write_text('workload = "llama3_70b"\nhardware = "h100_sxm"\ntp = 4\npp = 4\ndp = 4\nglobal_batch = 128\n'
+                    '[efficiency]\nstack = "megatron-core"\npp_overlap = 0.0\n')
+    code, out, _ = run(capsys, "train", str(plan))
+    assert code == 0 and ("efficiency: stack megatron-core, tp_overlap 0.8, pp_overlap 0, dp_overlap 0.9, "
+                          "param_gather_overlap 0.9; at their defaults: usable_memory 0.9") in out
+    assert "communication overlap:" not in out
+    args = ("plan", "--workload", "llama3_70b", "--hardware", "h100_sxm", "--cards", "64", "--global-batch", "128",
+            "--top", "1")
+    got = run_json(capsys, *args, "--stack", "megatron-core")
+    assert got["efficiency"]["stack"] == "megatron-core" and not any("communication overlap" in n
+                                                                    for n in got["caveats"])
+    r = got["plans"][0]
+    best = tr.Plan(tp=r["tp"], pp=r["pp"], dp=r["dp"], cp=r["cp"], global_batch=128, micro_batch=r["micro_batch"],
+                   virtual_stages=r["virtual_stages"], zero_stage=r["zero_stage"], schedule=tr.Schedule(r["schedule"]),
+                   recompute=tr.Recompute(r["recompute"]))
+    want = tr.step_time(tr.load_workload("llama3_70b"), tr.load_hardware("h100_sxm"), best,
+                        efficiency=tr.Efficiency.for_stack("megatron-core")).step_time
+    assert r["step_time_s"] == pytest.approx(want, rel=1e-9)
+    bare = run_json(capsys, *args)
+    assert any(n.startswith("communication overlap:") for n in bare["caveats"])
+    assert bare["plans"][0]["step_time_s"] > r["step_time_s"]

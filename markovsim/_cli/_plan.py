@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import textwrap
 
 import numpy as np
@@ -19,6 +20,8 @@ _FILTERS = ("tp", "pp", "ep", "cp", "zero")
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe")
 RECOMPUTES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
+#: ``markovsim.training.SOFTWARE_STACKS`` names (held equal by tests/test_speed_paths.py)
+STACKS = ("default", "megatron-core", "megatron-lm-2021")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -52,6 +55,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
     p.add_argument("--precision", choices=PRECISIONS, type=str.lower,
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
+    p.add_argument("--stack", choices=STACKS, type=str.lower,
+                   help="the communication overlaps of a software stack for every candidate, over the plan "
+                        "file's (default: the plan file's [efficiency], else the library's defaults)")
     p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
     p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")
     c.add_common(p)
@@ -79,13 +85,19 @@ def _inputs(args):
     cards = pick(args.cards, lambda s: s.plan.world_size, int, "cards")
     batch = pick(args.global_batch, lambda s: s.plan.global_batch, int, "global_batch")
     efficiency = spec.efficiency if spec is not None else tr.Efficiency()
+    written = spec.efficiency_keys if spec is not None else frozenset()
+    stack = spec.stack if spec is not None else ""
+    if args.stack is not None:
+        overlaps = tr.SOFTWARE_STACKS[args.stack]["overlaps"]
+        efficiency = dataclasses.replace(efficiency, **overlaps)
+        written, stack = written | set(overlaps) | {"stack"}, args.stack
     numerics = spec.plan if spec is not None else tr.Plan(tp=1, pp=1, dp=1, global_batch=1)  # the defaults
     if args.precision is not None:
         numerics = numerics.replace(precision=tr.Precision(args.precision),
                                     fp8_params=numerics.fp8_params and args.precision == "fp8",
                                     ep_dispatch_precision=(numerics.ep_dispatch_precision if args.precision == "fp8"
                                                            else tr.Precision.BF16))
-    return workload, hardware, cards, batch, efficiency, changes, numerics
+    return workload, hardware, cards, batch, efficiency, changes, numerics, (written, stack)
 
 
 def _numerics_text(numerics, workload_moe=None) -> str:
@@ -114,7 +126,7 @@ def run(args) -> int:
         if want is not None and want > most:
             raise SpecError(f"--{name} {want}: larger than --{limit.replace('_', '-')} {most}, the largest the search "
                             f"tries; expected --{name} <= {most} (or give --{limit.replace('_', '-')} {want})")
-    workload, hardware, cards, batch, efficiency, changes, numerics = _inputs(args)
+    workload, hardware, cards, batch, efficiency, changes, numerics, held = _inputs(args)
     plans, ok = tr.candidate_plans(workload, cards, global_batch=batch, max_tp=args.max_tp, max_pp=args.max_pp,
                                    numerics=numerics)
     out = {k: np.asarray(v) for k, v in tr.evaluate_plans(workload, hardware, plans, efficiency=efficiency).items()}
@@ -146,6 +158,7 @@ def run(args) -> int:
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
                               float(out["step_time"][best[0]]))
     caveats += _long_context_caveat(workload, hardware, efficiency, plans, int(best[0]), batch, numerics)
+    caveats += _overlap_caveat(workload, hardware, efficiency, plans, int(best[0]), batch, numerics, held[0])
     from ..training._evidence import evidence_for
 
     evidence = evidence_for(hardware, workload, numerics.precision)
@@ -172,13 +185,13 @@ def run(args) -> int:
                       "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
                       "near_fit": near_fit,
-                      **c.efficiency_json(_efficiency_held(efficiency, workload)),
+                      **c.efficiency_json(_efficiency_held(efficiency, workload, held)),
                       "caveats": caveats, "evidence": evidence})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
     print(f"held, not searched: {_numerics_text(numerics, workload.moe)}")
-    print(c.efficiency_text(_efficiency_held(efficiency, workload)))
+    print(c.efficiency_text(_efficiency_held(efficiency, workload, held)))
     print()
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")
@@ -194,13 +207,14 @@ def run(args) -> int:
     return 0
 
 
-def _efficiency_held(efficiency, workload) -> list[tuple[str, object, bool]]:
+def _efficiency_held(efficiency, workload, held=(None, "")) -> list[tuple[str, object, bool]]:
     """The efficiency every candidate is evaluated with: every overlap a candidate can use
     (EP only for a mixture of experts; the replicas' all-reduce only with hybrid sharding,
     which the search does not propose), the usable memory and any override."""
     moe = workload.moe is not None
     return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": moe, "ep_pair_overlap": moe,
-                                           "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True})
+                                           "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True},
+                            written=held[0], stack=held[1])
 
 
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:
@@ -226,6 +240,17 @@ def _long_context_caveat(workload, hardware, efficiency, plans: dict, i: int, ba
 
     plan = _plan_at(plans, i, batch, numerics)
     return long_context_caveat(PlanSpec(workload.name, workload, hardware, plan, efficiency))
+
+
+def _overlap_caveat(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics, written) -> list[str]:
+    """The communication-overlap caveat of ``markovsim train`` for the fastest plan ``i``
+    (said when neither the plan file nor --stack states an overlap)."""
+    from ..training._outputs import overlap_defaults_caveat
+    from ..training._search import _plan_at
+    from ..training._spec import PlanSpec
+
+    plan = _plan_at(plans, i, batch, numerics)
+    return overlap_defaults_caveat(PlanSpec(workload.name, workload, hardware, plan, efficiency, written))
 
 
 def _near_fit_text(near: dict, best: dict) -> str:

@@ -217,7 +217,8 @@ def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
         "tp_overlap": p.tp > 1 or p.cp > 1, "ep_overlap": moe and p.schedule is not tr.Schedule.DUALPIPE,
         "ep_pair_overlap": moe and pairs,
         "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
-        "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0})
+        "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0},
+        written=spec.efficiency_keys, stack=spec.stack)
 
 
 def _plan_info(plan) -> dict:

@@ -21,6 +21,7 @@ from ._hardware import (
     Hardware as Hardware,
     KernelModel as KernelModel,
     LinkLevel as LinkLevel,
+    SOFTWARE_STACKS as SOFTWARE_STACKS,
 )
 from ._pipeline import (
     Block as Block,
@@ -128,7 +129,7 @@ from ._workload import (
 
 __all__ = [
     "Algorithm", "Collective", "alpha_beta_time", "collective_time",
-    "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS",
+    "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
     "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan",

@@ -32,7 +32,7 @@ import dataclasses
 
 from .._errors import InvalidParameterError, check_positive, check_probability
 
-__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS"]
+__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,3 +251,50 @@ class Efficiency:
             raise InvalidParameterError(
                 f"efficiency.data_loading_s={self.data_loading_s!r}: expected a time >= 0 (seconds)")
         return self
+
+    @classmethod
+    def for_stack(cls, stack: str, **overrides) -> "Efficiency":
+        """The overlaps of a named software stack (:data:`SOFTWARE_STACKS`), with
+        ``overrides`` (any other field, or one of the stack's own) on top.
+
+        >>> Efficiency.for_stack("megatron-core").tp_overlap
+        0.8
+        >>> Efficiency.for_stack("megatron-core", pp_overlap=0.0).pp_overlap
+        0.0
+        """
+        if stack not in SOFTWARE_STACKS:
+            raise InvalidParameterError(f"stack={stack!r}: expected one of {', '.join(map(repr, SOFTWARE_STACKS))}")
+        return cls(**{**SOFTWARE_STACKS[stack]["overlaps"], **overrides}).validate()
+
+
+#: Communication overlaps of named software stacks: what ``[efficiency] stack = "<name>"``
+#: sets in a plan file (keys written beside it win). Each stack's values are the ones the
+#: validation suites state for runs on that software, and the ones the presets' constants
+#: were fitted with on those runs; they are assumptions (no run publishes its overlaps), said
+#: once here instead of in every file. The library's own defaults (``Efficiency()``: 0.9 of the
+#: data-parallel gradient reduction hidden, nothing else) are the stack ``"default"``.
+SOFTWARE_STACKS = {
+    "default": {
+        "overlaps": {},
+        "about": ("the library's defaults: the data-parallel gradient reduction 0.9 hidden (dp_overlap), "
+                  "tensor-parallel, pipeline and ZeRO parameter-gather communication exposed. PyTorch FSDP "
+                  "without tensor or pipeline parallelism and XLA on TPUs (the MPT, torchtitan FSDP and "
+                  "MaxText cases) need nothing more; written out, it says the plan chose them"),
+    },
+    "megatron-core": {
+        "overlaps": {"tp_overlap": 0.8, "pp_overlap": 0.5, "dp_overlap": 0.9, "param_gather_overlap": 0.9},
+        "about": ("NVIDIA's Megatron-core software (NeMo 2024 and later, Megatron-Bridge, the DGXC recipes, "
+                  "Megatron-LM with --tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather): TP "
+                  "communication mostly hidden by Transformer Engine's userbuffer overlap, the distributed "
+                  "optimizer's gradient reduce-scatter and parameter all-gather overlapped, the interleaved "
+                  "schedule's point-to-point transfers half hidden. The values the NeMo, Megatron-Bridge and "
+                  "DGXC cases of models/cases assume unless their recipe says otherwise (17 of them do), "
+                  "and those of the H100 FP8 and Blackwell fit runs"),
+    },
+    "megatron-lm-2021": {
+        "overlaps": {"tp_overlap": 0.0, "pp_overlap": 0.0, "dp_overlap": 0.0, "param_gather_overlap": 0.0},
+        "about": ("Megatron-LM as Narayanan et al. 2021 ran it (SC'21, the A100 fit runs of Table 1): tensor-"
+                  "parallel all-reduces on the critical path, the data-parallel gradient all-reduce after the "
+                  "backward, no ZeRO parameter gather to hide"),
+    },
+}

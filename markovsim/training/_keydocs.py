@@ -132,6 +132,11 @@ KEY_DOCS = {
         "efficiency.comm_sm_fraction": "share of the cores given to communication kernels while they overlap compute",
         "efficiency.compute": "fraction of peak FLOP/s the kernels reach (absent: the hardware's fitted kernel model)",
         "efficiency.bandwidth": "fraction of a link's bandwidth collectives reach (absent: the kernel model's)",
+        "efficiency.stack": ("the software stack whose communication overlaps are the defaults of the keys beside "
+                             "it (markovsim.training.SOFTWARE_STACKS): default (the library's: dp_overlap 0.9, "
+                             "nothing else hidden), megatron-core (NeMo, Megatron-Bridge, Megatron-core: "
+                             "tp_overlap 0.8, pp_overlap 0.5, dp_overlap 0.9, param_gather_overlap 0.9) or "
+                             "megatron-lm-2021 (Narayanan et al. 2021: nothing hidden); keys written beside it win"),
         "efficiency.tp_overlap": "fraction of TP communication hidden behind compute",
         "efficiency.dp_overlap": "fraction of DP communication hidden behind compute",
         "efficiency.replica_overlap": ("hybrid sharding (zero_shard_group): fraction of the replicas' gradient "

@@ -18,7 +18,10 @@ rule ``batch = "fixed-global"`` (with ``sequences``, default the plan's global b
 ``"fixed-replica"`` (with ``sequences_per_replica``, default the plan's) or
 ``global_batches = [b0, b1]`` (one per size), and ``jitter_cv`` (default 0). It is computed
 with :func:`~markovsim.training.scaling_curve`, the one linearity implementation, even when
-the memory model says a size does not fit (``fits`` reports that).
+the memory model says a size does not fit (``fits`` reports that). A case also gives
+``overlap_caveat``: 1 when it states no communication overlap and the ``megatron-core``
+stack's would move its step by more than :data:`OVERLAP_SENSITIVITY` (the validation
+harness then flags its rows), else 0.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
+from ._hardware import SOFTWARE_STACKS
 from ._step import StepBreakdown, step_time
 from ._workload import Workload
 
@@ -47,6 +51,7 @@ PLAN_OUTPUT_UNITS.update({
     "fits": "1", "tokens_per_s": "tokens/s", "tokens_per_s_per_card": "tokens/s", "mfu": "1",
     "mfu_causal": "1", "mfu_6n": "1", "mfu_megatron": "1", "hfu": "1", "tflops_per_gpu": "TFLOP/s",
     "tflops_per_gpu_megatron": "TFLOP/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
+    "overlap_caveat": "1",
 })
 
 
@@ -128,6 +133,25 @@ LONG_CONTEXT_CAVEAT = ("long context: the attention core is {share:.0f} % of thi
 #: is said ("most of the layer")
 ATTENTION_SHARE_FLAG = 0.5
 
+#: said under a plan that states none of its communication overlaps (no ``[efficiency]``
+#: overlap and no ``stack``) when NVIDIA's Megatron-core overlaps would move its step by more
+#: than OVERLAP_SENSITIVITY ({base}, {other}: the step at the library defaults and with the
+#: megatron-core stack's overlaps, seconds; {change}: the relative change, per cent)
+OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan states none, so its tensor-parallel, pipeline and "
+                           "ZeRO parameter-gather transfers are timed exposed (the library defaults: only 0.9 of the "
+                           "gradient reduction hidden). With the overlaps of NVIDIA's Megatron-core software "
+                           "(NeMo, Megatron-Bridge: [efficiency] stack = \"megatron-core\", the assumption behind "
+                           "the NVIDIA runs the GPU presets were fitted and validated on) the step would be "
+                           "{other:.3g} s against {base:.3g} s ({change:+.0f} %). Name the run's software: stack = "
+                           "\"megatron-core\", \"megatron-lm-2021\" or \"default\", or the overlaps themselves "
+                           "(docs/how-to/model-files.md)")
+
+#: the step-time change (relative) beyond which OVERLAP_DEFAULTS_CAVEAT is said
+OVERLAP_SENSITIVITY = 0.02
+
+#: the efficiency keys a plan can state its communication overlap with
+_OVERLAP_KEYS = frozenset({"stack", "tp_overlap", "pp_overlap", "dp_overlap", "param_gather_overlap"})
+
 _FUSED = {AttentionKernel.FLASH: "flash (FlashAttention-2 or later)",
           AttentionKernel.FLASH1: "flash1 (FlashAttention v1 or its Triton port)"}
 
@@ -185,7 +209,24 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B" if plan.combined_1f1b else "DualPipe"))
     if plan.ep > 1 and dualpipe and eff.ep_overlap != 0:
         notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=eff.ep_overlap))
+    notes += overlap_defaults_caveat(spec)
     return notes
+
+
+def overlap_defaults_caveat(spec: PlanSpec) -> list[str]:
+    """:data:`OVERLAP_DEFAULTS_CAVEAT` (in a list) when ``spec`` writes none of its
+    communication overlaps (``spec.efficiency_keys``) and the ``megatron-core`` stack's
+    overlaps would change its step by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``."""
+    if spec.efficiency_keys & _OVERLAP_KEYS:
+        return []
+    stack = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+    other = step_time(spec.workload, spec.hardware, spec.plan,
+                      efficiency=dataclasses.replace(spec.efficiency, **stack)).step_time
+    change = other / base - 1
+    if abs(change) <= OVERLAP_SENSITIVITY:
+        return []
+    return [OVERLAP_DEFAULTS_CAVEAT.format(base=base, other=other, change=100 * change)]
 
 
 def long_context_caveat(spec: PlanSpec) -> list[str]:
@@ -328,6 +369,9 @@ def _case(doc: Mapping, *, where: str, base: Path | None) -> dict[str, float]:
     lin = doc.pop("linearity", None)
     spec = plan_from_document(doc, where=where, base=base)
     out = plan_outputs(spec)
+    # 1 when the case states no communication overlap and the megatron-core overlaps would move
+    # its step by more than OVERLAP_SENSITIVITY (the validation harness flags its rows)
+    out["overlap_caveat"] = float(bool(overlap_defaults_caveat(spec)))
     if lin is not None:
         out["linearity"] = _case_linearity(Table(lin, f"{where}: linearity", schema="train case",
                                                  _path="linearity"), spec)

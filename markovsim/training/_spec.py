@@ -22,7 +22,7 @@ from pathlib import Path
 from .._errors import SpecError
 from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
-from ._hardware import Efficiency, Hardware, KernelModel, LinkLevel
+from ._hardware import SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
@@ -165,10 +165,26 @@ class PlanSpec:
     hardware: Hardware
     plan: Plan
     efficiency: Efficiency
+    #: the ``[efficiency]`` keys the document wrote (with ``stack``, the stack's overlaps too):
+    #: what :func:`~markovsim.training.plan_caveats` reads to tell a stated overlap from a default
+    efficiency_keys: frozenset = frozenset()
+    #: the software stack the document named (``[efficiency] stack``), or ``""``
+    stack: str = ""
 
 
-def _efficiency(t: Table) -> Efficiency:
-    d = Efficiency()
+def _efficiency(t: Table) -> tuple[Efficiency, frozenset, str]:
+    """The efficiency inputs of an ``[efficiency]`` table, the keys it sets and the stack it
+    names (``""`` when none; ``stack``
+    names a software stack of :data:`~markovsim.training.SOFTWARE_STACKS`, whose overlaps
+    become the defaults of the keys beside it)."""
+    given = "stack" in t
+    stack = t.text("stack", "default", choices=tuple(SOFTWARE_STACKS))
+    d = Efficiency.for_stack(stack)
+    written = {f.name for f in dataclasses.fields(Efficiency) if f.name in t}
+    if "data_loading" in t:
+        written.add("data_loading_s")
+    if given:
+        written |= set(SOFTWARE_STACKS[stack]["overlaps"]) | {"stack"}
     values = {}
     for f in dataclasses.fields(Efficiency):
         if f.name == "data_loading_s":
@@ -178,7 +194,7 @@ def _efficiency(t: Table) -> Efficiency:
         else:
             values[f.name] = t.quantity(f.name, "ratio", getattr(d, f.name), minimum=0.0, maximum=1.0)
     t.finish()
-    return Efficiency(**values).validate()
+    return Efficiency(**values).validate(), frozenset(written), stack if given else ""
 
 
 def _named(t: Table, key: str, folder: str, base: Path | None, read):
@@ -253,13 +269,14 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         raise SpecError(f"{t._name('fp8_recipe')}={t.raw('fp8_recipe')!r}: an FP8 scaling recipe without a "
                         "precision; expected precision = \"fp8\" (or precision = \"bf16\" to time the plan "
                         "in BF16, where no recipe applies)")
-    eff = _efficiency(t.table("efficiency")) if "efficiency" in t else Efficiency()
+    eff, eff_keys, stack = (_efficiency(t.table("efficiency")) if "efficiency" in t
+                            else (Efficiency(), frozenset(), ""))
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"
     t.finish()
     from ._plan import validate_plan
 
     plan = validate_plan(workload, plan)
-    return PlanSpec(name, workload, hardware, plan, eff)
+    return PlanSpec(name, workload, hardware, plan, eff, eff_keys, stack)
 
 
 def load_plan(name_or_path) -> PlanSpec:

@@ -474,6 +474,11 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
     over_memory = _over_memory(predicted)
     if over_memory:
         notes.append(f"the plan exceeds the modelled memory{_over_by(predicted)} (fits = 0); predicted as if it ran")
+    if float(np.asarray(predicted.get("overlap_caveat", 0.0))) == 1.0:
+        # the train kind: the case states no communication overlap and one would matter
+        notes.append("the plan states no communication overlap, so TP, PP and ZeRO parameter-gather transfers are "
+                     "timed exposed; NVIDIA's Megatron-core overlaps would move its step by more than 2 % "
+                     "(efficiency.stack)")
     note = "; ".join(notes)
     swept = None
     if case.unpublished:

@@ -1,0 +1,124 @@
+"""Named software stacks (``[efficiency] stack``): the communication overlaps a plan file
+states in one key, and the caveat said under a plan that states none."""
+
+import dataclasses
+import re
+import statistics
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from markovsim._errors import InvalidParameterError, SpecError
+from markovsim.training import SOFTWARE_STACKS, Efficiency, plan_caveats, step_time
+from markovsim.training._calibrate import predict, runs_from_cases
+from markovsim.training._outputs import OVERLAP_SENSITIVITY, overlap_defaults_caveat
+from markovsim.training._spec import plan_from_document
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "models" / "cases"
+OVERLAPS = ("tp_overlap", "pp_overlap", "dp_overlap", "param_gather_overlap")
+BARE = {"workload": "llama3_70b", "hardware": "h100_sxm", "tp": 4, "pp": 4, "dp": 4, "virtual_stages": 5,
+        "schedule": "interleaved", "global_batch": 128}
+
+
+def _step(spec):
+    return step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+
+
+def test_a_stack_is_its_overlaps_and_keys_beside_it_win():
+    core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    assert Efficiency.for_stack("default") == Efficiency()
+    assert Efficiency.for_stack("megatron-core") == Efficiency(**core)
+    assert Efficiency.for_stack("megatron-core", pp_overlap=0.0) == Efficiency(**{**core, "pp_overlap": 0.0})
+    named = plan_from_document({**BARE, "efficiency": {"stack": "megatron-core"}})
+    spelled = plan_from_document({**BARE, "efficiency": dict(core)})
+    assert named.efficiency == spelled.efficiency and _step(named) == _step(spelled)
+    assert named.stack == "megatron-core" and spelled.stack == ""
+    assert named.efficiency_keys == frozenset(core) | {"stack"} and spelled.efficiency_keys == frozenset(core)
+    over = plan_from_document({**BARE, "efficiency": {"stack": "megatron-core", "tp_overlap": 0.3}})
+    assert over.efficiency.tp_overlap == 0.3 and over.efficiency.pp_overlap == core["pp_overlap"]
+    assert plan_from_document(BARE).efficiency == Efficiency() and plan_from_document(BARE).efficiency_keys == frozenset()
+    old = plan_from_document({**BARE, "efficiency": {"stack": "megatron-lm-2021"}}).efficiency
+    assert all(getattr(old, k) == 0.0 for k in OVERLAPS)
+    # the overlaps only hide communication: each stack's step lies between nothing hidden and its own
+    assert _step(named) < _step(plan_from_document(BARE)) < _step(plan_from_document(
+        {**BARE, "efficiency": {"stack": "megatron-lm-2021"}}))
+
+
+def test_an_unknown_stack_is_refused_with_the_choices():
+    with pytest.raises(SpecError, match=r"efficiency\.stack='nemo'.*'default', 'megatron-core', 'megatron-lm-2021'"):
+        plan_from_document({**BARE, "efficiency": {"stack": "nemo"}})
+    with pytest.raises(InvalidParameterError, match="stack='nemo'"):
+        Efficiency.for_stack("nemo")
+    assert plan_from_document({**BARE, "efficiency": {"stack": "Megatron-Core"}}).stack == "megatron-core"
+
+
+def test_the_caveat_is_said_when_no_overlap_is_stated_and_it_matters():
+    bare = plan_from_document(BARE)
+    core = plan_from_document({**BARE, "efficiency": {"stack": "megatron-core"}})
+    notes = overlap_defaults_caveat(bare)
+    assert len(notes) == 1 and notes in [[n] for n in plan_caveats(bare)]
+    base, other = _step(bare), _step(core)
+    assert f"{other:.3g} s against {base:.3g} s ({100 * (other / base - 1):+.0f} %)" in notes[0]
+    # any stated overlap, or a stack (the defaults named), silences it
+    for eff in ({"stack": "default"}, {"stack": "megatron-core"}, {"tp_overlap": 0.0}, {"dp_overlap": 0.9}):
+        spec = plan_from_document({**BARE, "efficiency": eff})
+        assert overlap_defaults_caveat(spec) == [] and not any("communication overlap" in n for n in plan_caveats(spec))
+    # a plan with only data parallelism and no ZeRO gather: the stacks agree, nothing to say
+    small = plan_from_document({"workload": "llama3_8b", "hardware": "h100_sxm", "tp": 1, "pp": 1, "dp": 8,
+                                "global_batch": 64, "zero_stage": 0})
+    assert overlap_defaults_caveat(small) == []
+    assert OVERLAP_SENSITIVITY == 0.02
+
+
+def test_the_nvidia_cases_state_the_megatron_core_overlaps_unless_their_recipe_says_otherwise():
+    """The stack's values are those the NeMo, Megatron-Bridge and DGXC cases assume; the
+    count of cases whose recipe says otherwise is the one SOFTWARE_STACKS quotes."""
+    core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    other = 0
+    for path in sorted(CASES.glob("*.toml")):
+        for case in tomllib.loads(path.read_text()).get("case", []):
+            if case.get("kind") == "train" and case["name"].startswith(("NeMo", "Megatron-Bridge", "DGXC")):
+                written = case.get("efficiency", {})
+                other += any(written[k] != v for k, v in core.items() if k in written)
+    assert f"({other} of them do)" in SOFTWARE_STACKS["megatron-core"]["about"]
+
+
+def test_the_accuracy_page_numbers_for_overlaps_left_at_their_defaults():
+    """On the GPU holdout outputs that state all four megatron-core overlaps, the median
+    error with them and with the library's defaults instead (docs/background/accuracy.md)."""
+    core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    with_, without = [], []
+    for run in runs_from_cases(CASES / "gpu_training_runs.toml", role="holdout"):
+        if any(getattr(run.spec.efficiency, k) != v for k, v in core.items()):
+            continue
+        bare = dataclasses.replace(run.spec, efficiency=dataclasses.replace(
+            run.spec.efficiency, tp_overlap=0.0, pp_overlap=0.0, param_gather_overlap=0.0))
+        a, b = predict(run), predict(dataclasses.replace(run, spec=bare))
+        slower = b < a if not run.output.endswith("_s") else b > a
+        assert slower or a == b
+        with_.append(abs(a / run.value - 1))
+        without.append(abs(b / run.value - 1))
+    page = (ROOT / "docs" / "background" / "accuracy.md").read_text()
+    text = (f"on the {len(with_)} GPU holdout outputs that state all four, doing so moves the\n  median error from "
+            f"{100 * statistics.median(with_):.1f} % to {100 * statistics.median(without):.1f} %")
+    assert re.sub(r"\s+", " ", text) in re.sub(r"\s+", " ", page)
+
+
+def test_validate_flags_a_case_that_states_no_overlap(tmp_path):
+    """A train case written without any overlap (the library defaults) has its rows flagged
+    when the megatron-core overlaps would move its step by more than 2 %; the same case
+    with a stack is not."""
+    from markovsim.validate import validate_cases
+
+    plan = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in BARE.items())
+    case = ('tolerance = "10 %"\n[[case]]\nname = "bare"\nkind = "train"\n' + plan
+            + '[case.expect]\nstep_time_s = "15 s"\n')
+    bare = tmp_path / "bare.toml"
+    bare.write_text(case)
+    row = validate_cases(bare).rows[0]
+    assert "states no communication overlap" in row.note
+    named = tmp_path / "named.toml"
+    named.write_text(case.replace("[case.expect]", '[case.efficiency]\nstack = "megatron-core"\n[case.expect]'))
+    assert "communication overlap" not in validate_cases(named).rows[0].note
