@@ -4,9 +4,12 @@
 SI units: every time term of :class:`~markovsim.training.StepBreakdown` as ``<term>_s``,
 ``step_time_s``, ``communication_total_s``, ``memory_bytes`` and its parts
 ``weights_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``, ``activations_bytes``,
-``usable_memory_bytes``, ``fits`` (1 or 0), ``tokens_per_s``, ``tokens_per_s_per_card``, ``mfu``, ``mfu_causal``,
-``mfu_6n``, ``mfu_megatron``, ``hfu``, ``tflops_per_gpu``, ``tflops_per_gpu_megatron`` (in
-units of 1e12 FLOP/s, as reports quote them), ``pipeline_bubble_fraction`` (bubble /
+``usable_memory_bytes``, ``fits`` (1 or 0), ``tokens_per_s``, ``tokens_per_s_per_card``,
+``samples_per_s`` (sequences per second), ``mfu``, ``mfu_causal``, ``mfu_6n``,
+``mfu_megatron``, ``hfu``, ``tflops_per_gpu`` (the PaLM convention of ``mfu``),
+``tflops_per_gpu_causal``, ``tflops_per_gpu_6n``, ``tflops_per_gpu_megatron`` (the
+conventions of the MFUs of the same names; in units of 1e12 FLOP/s, as reports quote them),
+``pipeline_bubble_fraction`` (bubble /
 (compute + bubble), the idle share of the pipeline timeline) and ``cards``.
 :data:`MODEL_KIND` is how the command line (``markovsim train``, ``markovsim sweep``) and
 validation cases (``kind = "train"``) evaluate a plan document.
@@ -50,7 +53,8 @@ PLAN_OUTPUT_UNITS.update({
     "weights_bytes": "B", "gradients_bytes": "B", "optimizer_state_bytes": "B", "activations_bytes": "B",
     "fits": "1", "tokens_per_s": "tokens/s", "tokens_per_s_per_card": "tokens/s", "mfu": "1",
     "mfu_causal": "1", "mfu_6n": "1", "mfu_megatron": "1", "hfu": "1", "tflops_per_gpu": "TFLOP/s",
-    "tflops_per_gpu_megatron": "TFLOP/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
+    "tflops_per_gpu_megatron": "TFLOP/s", "tflops_per_gpu_causal": "TFLOP/s", "tflops_per_gpu_6n": "TFLOP/s",
+    "samples_per_s": "sequences/s", "pipeline_bubble_fraction": "1", "cards": "cards", "linearity": "1",
     "overlap_caveat": "1",
 })
 
@@ -297,6 +301,10 @@ def plan_outputs(spec: PlanSpec, breakdown: StepBreakdown | None = None) -> dict
         "tokens_per_s": b.tokens_per_s, "tokens_per_s_per_card": b.tokens_per_s / cards,
         "mfu": b.mfu, "mfu_causal": b.mfu_causal, "mfu_6n": b.mfu_6n, "mfu_megatron": b.mfu_megatron,
         "hfu": b.hfu, "tflops_per_gpu": b.tflops_per_gpu, "tflops_per_gpu_megatron": b.tflops_per_gpu_megatron,
+        # the other conventions' TFLOP/s are the PaLM one's in the ratio of their MFUs
+        "tflops_per_gpu_causal": b.tflops_per_gpu * b.mfu_causal / b.mfu if b.mfu > 0 else 0.0,
+        "tflops_per_gpu_6n": b.tflops_per_gpu * b.mfu_6n / b.mfu if b.mfu > 0 else 0.0,
+        "samples_per_s": b.tokens_per_s / spec.workload.seq_len,
         "pipeline_bubble_fraction": b.bubble / busy if busy > 0 else 0.0, "cards": float(cards),
     })
     bad = [k for k, v in out.items() if not math.isfinite(v)]

@@ -309,3 +309,21 @@ def test_the_torchtitan_h100_attention_diagnostic_in_scaling_md():
     assert (f"come to {errors[0]:+.1f}, {errors[1]:+.1f} and {errors[2]:+.1f} %, while those at 128K (CP 4) and "
             f"256K (CP 8) stay {errors[3]:+.1f} and {errors[4]:+.1f} % too fast") in page
     assert max(abs(e) for e in errors[:3]) < 10 < min(errors[3:])
+
+
+def test_tflops_in_every_convention_and_samples_per_second():
+    """TFLOP/s per GPU in each MFU convention is that convention's model FLOPs per token
+    times the tokens per second per card (the workload-level count, independent of the
+    step's kernel); samples per second are tokens per second over the sequence length."""
+    from markovsim.training import model_flops_per_token
+
+    from markovsim.training._spec import plan_from_document
+
+    out = case(dict(INLINE))
+    spec = plan_from_document(dict(INLINE))
+    per_card = out["tokens_per_s"] / out["cards"]
+    for key, conv in (("tflops_per_gpu", "palm"), ("tflops_per_gpu_causal", "causal"),
+                      ("tflops_per_gpu_6n", "six_n"), ("tflops_per_gpu_megatron", "megatron")):
+        assert out[key] * 1e12 == pytest.approx(model_flops_per_token(spec.workload, conv) * per_card, rel=1e-9)
+    assert out["tflops_per_gpu_6n"] < out["tflops_per_gpu_causal"] < out["tflops_per_gpu"]
+    assert out["samples_per_s"] * 1024 == pytest.approx(out["tokens_per_s"], rel=1e-12)
