@@ -174,7 +174,9 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
     hides, computed); a plan that pairs micro-batches (combined 1F1B, DualPipe) with expert
     parallelism and ``ep_pair_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`, a DualPipe plan
-    that sets ``ep_overlap`` (unused there) :data:`DUALPIPE_EP_OVERLAP_UNUSED`.
+    that sets ``ep_overlap`` (unused there) :data:`DUALPIPE_EP_OVERLAP_UNUSED`, and a plan
+    that states no communication overlap when one would matter
+    :data:`OVERLAP_DEFAULTS_CAVEAT` (:func:`overlap_defaults_caveat`).
 
     >>> from markovsim.training import load_plan
     >>> plan_caveats(load_plan("gpt3_175b_a100_1024"))
