@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from markovsim._errors import InvalidParameterError, SpecError
 from markovsim.training import SOFTWARE_STACKS, Efficiency, plan_caveats, step_time
@@ -122,3 +124,18 @@ def test_validate_flags_a_case_that_states_no_overlap(tmp_path):
     named = tmp_path / "named.toml"
     named.write_text(case.replace("[case.expect]", '[case.efficiency]\nstack = "megatron-core"\n[case.expect]'))
     assert "communication overlap" not in validate_cases(named).rows[0].note
+
+
+@settings(max_examples=25, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 2, 8]),
+       zero=st.sampled_from([0, 1, 3]), workload=st.sampled_from(["llama3_8b", "llama3_70b", "mixtral_8x7b"]),
+       hardware=st.sampled_from(["a100_sxm_80gb", "h100_sxm", "b200"]))
+def test_more_overlap_is_never_slower(tp, pp, dp, zero, workload, hardware):
+    """Hiding communication only removes exposed time: for any plan, megatron-core's
+    overlaps give a step no longer than the library defaults', and those no longer than
+    megatron-lm-2021's (nothing hidden)."""
+    doc = {"workload": workload, "hardware": hardware, "tp": tp, "pp": pp, "dp": dp, "zero_stage": zero,
+           "global_batch": 8 * dp * pp}
+    steps = [_step(plan_from_document({**doc, "efficiency": {"stack": s}}))
+             for s in ("megatron-core", "default", "megatron-lm-2021")]
+    assert steps[0] <= steps[1] * (1 + 1e-12) and steps[1] <= steps[2] * (1 + 1e-12)
