@@ -170,22 +170,20 @@ def add_common(p: argparse.ArgumentParser, *, sets: bool = True, plot: bool = Tr
     p.add_argument("--force", action="store_true", help="overwrite output files that exist")
 
 
-def efficiency_items(efficiency, overlaps: dict, written=None, stack: str = "") -> list[tuple[str, object, bool]]:
+def efficiency_items(efficiency, overlaps: dict, written, stack: str = "") -> list[tuple[str, object, bool]]:
     """``(key, value, is_default)`` of the [efficiency] values to show: the overlaps named in
     ``overlaps`` whose flag is true (the communication a plan has), the usable memory, and
     every override or extra cost that differs from its default, so the assumptions behind the
-    numbers are on the screen. With ``written`` (the keys a plan file set, a stack's among
-    them: ``PlanSpec.efficiency_keys``) a value is the default when the file did not set it;
-    without, when it equals the library's default. A named ``stack`` comes first."""
+    numbers are on the screen. A value is the default when it is not among ``written`` (the
+    keys a plan file set, a stack's among them: ``PlanSpec.efficiency_keys``). A named
+    ``stack`` comes first."""
     from ..training import Efficiency
 
     base = Efficiency()
     shown = [k for k, on in overlaps.items() if on] + ["usable_memory"]
     shown += [k for k in ("compute", "bandwidth", "data_loading_s", "comm_sm_fraction")
               if getattr(efficiency, k) != getattr(base, k)]
-    default = ((lambda k: k not in written) if written is not None
-               else (lambda k: getattr(efficiency, k) == getattr(base, k)))
-    return ([("stack", stack, False)] if stack else []) + [(k, getattr(efficiency, k), default(k)) for k in shown]
+    return ([("stack", stack, False)] if stack else []) + [(k, getattr(efficiency, k), k not in written) for k in shown]
 
 
 def efficiency_text(items) -> str:

@@ -117,6 +117,7 @@ def _numerics_text(numerics, workload_moe=None) -> str:
 
 
 def run(args) -> int:
+    from ..training._outputs import long_context_caveat, overlap_defaults_caveat
     from ..training._search import NEAR_FIT_EXCESS, near_fit_mask
 
     if args.top < 1:
@@ -157,8 +158,9 @@ def run(args) -> int:
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
                               float(out["step_time"][best[0]]))
-    caveats += _long_context_caveat(workload, hardware, efficiency, plans, int(best[0]), batch, numerics)
-    caveats += _overlap_caveat(workload, hardware, efficiency, plans, int(best[0]), batch, numerics, held[0])
+    fastest = _fastest_spec(workload, hardware, efficiency, plans, int(best[0]), batch, numerics, held[0])
+    caveats += long_context_caveat(fastest)
+    caveats += overlap_defaults_caveat(fastest, float(out["step_time"][best[0]]))
     from ..training._evidence import evidence_for
 
     evidence = evidence_for(hardware, workload, numerics.precision)
@@ -207,7 +209,7 @@ def run(args) -> int:
     return 0
 
 
-def _efficiency_held(efficiency, workload, held=(None, "")) -> list[tuple[str, object, bool]]:
+def _efficiency_held(efficiency, workload, held) -> list[tuple[str, object, bool]]:
     """The efficiency every candidate is evaluated with: every overlap a candidate can use
     (EP only for a mixture of experts; the replicas' all-reduce only with hybrid sharding,
     which the search does not propose), the usable memory and any override."""
@@ -232,25 +234,14 @@ def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, 
     return attention_kernel_caveat(kernel, step_s, alt)
 
 
-def _long_context_caveat(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics) -> list[str]:
-    """The long-context caveat of ``markovsim train`` for the fastest plan ``i``."""
-    from ..training._outputs import long_context_caveat
+def _fastest_spec(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics, written):
+    """The fastest plan ``i`` as a :class:`~markovsim.training._spec.PlanSpec` (with the
+    efficiency keys the plan file or --stack wrote), for the caveats ``markovsim train`` says
+    of a plan file (long context, communication overlap)."""
     from ..training._search import _plan_at
     from ..training._spec import PlanSpec
 
-    plan = _plan_at(plans, i, batch, numerics)
-    return long_context_caveat(PlanSpec(workload.name, workload, hardware, plan, efficiency))
-
-
-def _overlap_caveat(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics, written) -> list[str]:
-    """The communication-overlap caveat of ``markovsim train`` for the fastest plan ``i``
-    (said when neither the plan file nor --stack states an overlap)."""
-    from ..training._outputs import overlap_defaults_caveat
-    from ..training._search import _plan_at
-    from ..training._spec import PlanSpec
-
-    plan = _plan_at(plans, i, batch, numerics)
-    return overlap_defaults_caveat(PlanSpec(workload.name, workload, hardware, plan, efficiency, written))
+    return PlanSpec(workload.name, workload, hardware, _plan_at(plans, i, batch, numerics), efficiency, written)
 
 
 def _near_fit_text(near: dict, best: dict) -> str:

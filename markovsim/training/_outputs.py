@@ -153,6 +153,11 @@ OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan states none, so its
 #: the step-time change (relative) beyond which OVERLAP_DEFAULTS_CAVEAT is said
 OVERLAP_SENSITIVITY = 0.02
 
+#: the note the validation harness adds to the rows of a case with ``overlap_caveat`` = 1
+OVERLAP_CASE_NOTE = ("the plan states no communication overlap, so TP, PP and ZeRO parameter-gather transfers are "
+                     "timed exposed; NVIDIA's Megatron-core overlaps would move its step by more than "
+                     f"{100 * OVERLAP_SENSITIVITY:.0f} % (efficiency.stack)")
+
 #: the efficiency keys a plan can state its communication overlap with
 _OVERLAP_KEYS = frozenset({"stack", "tp_overlap", "pp_overlap", "dp_overlap", "param_gather_overlap"})
 
@@ -215,18 +220,20 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
         notes.append(PAIRING_NO_OVERLAP.format(pairing="combined 1F1B" if plan.combined_1f1b else "DualPipe"))
     if plan.ep > 1 and dualpipe and eff.ep_overlap != 0:
         notes.append(DUALPIPE_EP_OVERLAP_UNUSED.format(value=eff.ep_overlap))
-    notes += overlap_defaults_caveat(spec)
+    notes += overlap_defaults_caveat(spec, base)
     return notes
 
 
-def overlap_defaults_caveat(spec: PlanSpec) -> list[str]:
+def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[str]:
     """:data:`OVERLAP_DEFAULTS_CAVEAT` (in a list) when ``spec`` writes none of its
     communication overlaps (``spec.efficiency_keys``) and the ``megatron-core`` stack's
-    overlaps would change its step by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``."""
+    overlaps would change its step by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``.
+    ``base``: the plan's own step time, when the caller has it (else computed here)."""
     if spec.efficiency_keys & _OVERLAP_KEYS:
         return []
     stack = SOFTWARE_STACKS["megatron-core"]["overlaps"]
-    base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+    if base is None:
+        base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
     other = step_time(spec.workload, spec.hardware, spec.plan,
                       efficiency=dataclasses.replace(spec.efficiency, **stack)).step_time
     change = other / base - 1
@@ -381,7 +388,7 @@ def _case(doc: Mapping, *, where: str, base: Path | None) -> dict[str, float]:
     out = plan_outputs(spec)
     # 1 when the case states no communication overlap and the megatron-core overlaps would move
     # its step by more than OVERLAP_SENSITIVITY (the validation harness flags its rows)
-    out["overlap_caveat"] = float(bool(overlap_defaults_caveat(spec)))
+    out["overlap_caveat"] = float(bool(overlap_defaults_caveat(spec, out["step_time_s"])))
     if lin is not None:
         out["linearity"] = _case_linearity(Table(lin, f"{where}: linearity", schema="train case",
                                                  _path="linearity"), spec)

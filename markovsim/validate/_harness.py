@@ -103,6 +103,7 @@ from .._io._table import _NUM
 from ..availability import MODEL_KIND as _GOODPUT
 from ..inference import MODEL_KIND as _INFER
 from ..training import MODEL_KIND as _TRAIN
+from ..training._outputs import OVERLAP_CASE_NOTE
 from ._report import ROLES, CaseResult, ValidationReport
 
 __all__ = ["register_case_kind", "case_kinds", "validate_cases", "MODEL_KINDS"]
@@ -476,9 +477,7 @@ def _run_case(case: _Case, path: Path) -> list[CaseResult]:
         notes.append(f"the plan exceeds the modelled memory{_over_by(predicted)} (fits = 0); predicted as if it ran")
     if float(np.asarray(predicted.get("overlap_caveat", 0.0))) == 1.0:
         # the train kind: the case states no communication overlap and one would matter
-        notes.append("the plan states no communication overlap, so TP, PP and ZeRO parameter-gather transfers are "
-                     "timed exposed; NVIDIA's Megatron-core overlaps would move its step by more than 2 % "
-                     "(efficiency.stack)")
+        notes.append(OVERLAP_CASE_NOTE)
     note = "; ".join(notes)
     swept = None
     if case.unpublished:
