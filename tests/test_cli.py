@@ -814,13 +814,23 @@ def test_train_names_the_efficiency_it_assumes(capsys, tmp_path):
     assert line == ("efficiency: tp_overlap 0.8, pp_overlap 0.5, dp_overlap 0.9, param_gather_overlap 0.9; "
                     "at their defaults: usable_memory 0.9")
     plan = tmp_path / "bare.toml"
-    plan.write_text('workload = "llama3_8b"\nhardware = "h100_sxm"\ntp = 2\npp = 1\ndp = 4\nglobal_batch = 64\n')
+    plan.write_text('workload = "llama3_8b"\nhardware = "a100_sxm_80gb"\ntp = 2\npp = 1\ndp = 4\nglobal_batch = 64\n')
     got = run_json(capsys, "train", str(plan))
     assert got["efficiency"] == {"tp_overlap": 0.0, "dp_overlap": 0.9, "param_gather_overlap": 0.0,
                                  "usable_memory": 0.9}  # no PP, EP, hybrid sharding or overrides
     assert got["efficiency_defaults"] == list(got["efficiency"])
     code, out, _ = run(capsys, "train", str(plan), "--set", "efficiency.tp_overlap=0.5")
     assert "efficiency: tp_overlap 0.5; at their defaults: dp_overlap 0.9, param_gather_overlap 0" in out
+    # on a preset whose default_stack is megatron-core, a plan that states no overlap is timed
+    # with that stack's overlaps, and the line names the stack among the defaults
+    plan.write_text(plan.read_text().replace("a100_sxm_80gb", "h100_sxm"))
+    got = run_json(capsys, "train", str(plan))
+    assert got["efficiency"] == {"stack": "megatron-core", "tp_overlap": 0.8, "dp_overlap": 0.9,
+                                 "param_gather_overlap": 0.9, "usable_memory": 0.9}
+    assert got["efficiency_defaults"] == list(got["efficiency"])
+    code, out, _ = run(capsys, "train", str(plan))
+    assert ("efficiency: nothing set; at their defaults: stack megatron-core (the hardware's default_stack), "
+            "tp_overlap 0.8, dp_overlap 0.9, param_gather_overlap 0.9, usable_memory 0.9") in out
 
 
 def test_plan_with_bf16_gemms_drops_the_files_fp8_dispatch(capsys):
@@ -928,6 +938,16 @@ def test_a_named_stack_is_shown_and_plan_stack_holds_it_for_every_candidate(caps
     want = tr.step_time(tr.load_workload("llama3_70b"), tr.load_hardware("h100_sxm"), best,
                         efficiency=tr.Efficiency.for_stack("megatron-core")).step_time
     assert r["step_time_s"] == pytest.approx(want, rel=1e-9)
+    # stating nothing, the search runs with the H100's default_stack (megatron-core): the
+    # same plans, the caveat giving the other reading; on the A100 (library defaults) the
+    # exposed transfers make the step longer than the stack's
     bare = run_json(capsys, *args)
     assert any(n.startswith("communication overlap:") for n in bare["caveats"])
-    assert bare["plans"][0]["step_time_s"] > r["step_time_s"]
+    assert bare["efficiency"]["stack"] == "megatron-core" and "stack" in bare["efficiency_defaults"]
+    assert bare["plans"][0]["step_time_s"] == pytest.approx(r["step_time_s"], rel=1e-12)
+    ampere = ("plan", "--workload", "llama3_70b", "--hardware", "a100_sxm_80gb", "--cards", "64",
+              "--global-batch", "128", "--top", "1")
+    old = run_json(capsys, *ampere)
+    assert "stack" not in old["efficiency"] and any(n.startswith("communication overlap:") for n in old["caveats"])
+    assert old["plans"][0]["step_time_s"] > run_json(capsys, *ampere, "--stack", "megatron-core")["plans"][0][
+        "step_time_s"]

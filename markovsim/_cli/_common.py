@@ -170,33 +170,36 @@ def add_common(p: argparse.ArgumentParser, *, sets: bool = True, plot: bool = Tr
     p.add_argument("--force", action="store_true", help="overwrite output files that exist")
 
 
-def efficiency_items(efficiency, overlaps: dict, written, stack: str = "") -> list[tuple[str, object, bool]]:
+def efficiency_items(efficiency, overlaps: dict, written, stack: str = "",
+                     stack_is_default: bool = False) -> list[tuple[str, object, bool]]:
     """``(key, value, is_default)`` of the [efficiency] values to show: the overlaps named in
     ``overlaps`` whose flag is true (the communication a plan has), the usable memory, and
     every override or extra cost that differs from its default, so the assumptions behind the
     numbers are on the screen. A value is the default when it is not among ``written`` (the
-    keys a plan file set, a stack's among them: ``PlanSpec.efficiency_keys``). A named
-    ``stack`` comes first."""
+    keys a plan file set, a stack's among them: ``PlanSpec.efficiency_keys``). A ``stack``
+    comes first: named by the plan, or (``stack_is_default``) the hardware's default_stack
+    that a plan stating no overlap is timed with."""
     from ..training import Efficiency
 
     base = Efficiency()
     shown = [k for k, on in overlaps.items() if on] + ["usable_memory"]
     shown += [k for k in ("compute", "bandwidth", "data_loading_s", "comm_sm_fraction")
               if getattr(efficiency, k) != getattr(base, k)]
-    return ([("stack", stack, False)] if stack else []) + [(k, getattr(efficiency, k), k not in written) for k in shown]
+    return ([("stack", stack, stack_is_default)] if stack else []) + [(k, getattr(efficiency, k), k not in written)
+                                                                      for k in shown]
 
 
 def efficiency_text(items) -> str:
     """One line: ``efficiency: <the values set>; at their defaults: <the others>``."""
-    def show(k, v):
+    def show(k, v, d):
         if k == "stack":
-            return f"stack {v}"
+            return f"stack {v}" + (" (the hardware's default_stack)" if d else "")
         if k == "replica_overlap" and v is None:
             return f"{k} = dp_overlap"
         return f"{k.removesuffix('_s')} {v:g} s" if k.endswith("_s") else f"{k} {v:g}"
 
-    chosen = [show(k, v) for k, v, d in items if not d]
-    default = [show(k, v) for k, v, d in items if d]
+    chosen = [show(k, v, d) for k, v, d in items if not d]
+    default = [show(k, v, d) for k, v, d in items if d]
     return ("efficiency: " + (", ".join(chosen) if chosen else "nothing set")
             + (f"; at their defaults: {', '.join(default)}" if default else ""))
 

@@ -57,11 +57,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
     p.add_argument("--stack", choices=STACKS, type=str.lower,
                    help="the communication overlaps of a software stack for every candidate, over the plan "
-                        "file's (default: the plan file's [efficiency], else the library's defaults)")
+                        "file's (default: the plan file's [efficiency], else the hardware's default_stack)")
     p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
     p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")
     c.add_common(p)
     return p
+
+
+#: the overlaps a software stack sets
+_OVERLAPS = tuple(tr.SOFTWARE_STACKS["megatron-core"]["overlaps"])
 
 
 def _inputs(args):
@@ -87,6 +91,11 @@ def _inputs(args):
     efficiency = spec.efficiency if spec is not None else tr.Efficiency()
     written = spec.efficiency_keys if spec is not None else frozenset()
     stack = spec.stack if spec is not None else ""
+    if not written & tr.OVERLAP_KEYS:
+        # no overlap stated: the hardware's default_stack (again, where --hardware replaced the file's)
+        base = tr.Efficiency.for_stack(hardware.default_stack)
+        efficiency = dataclasses.replace(efficiency, **{k: getattr(base, k) for k in _OVERLAPS})
+        stack = hardware.default_stack if hardware.default_stack != "default" else ""
     if args.stack is not None:
         overlaps = tr.SOFTWARE_STACKS[args.stack]["overlaps"]
         efficiency = dataclasses.replace(efficiency, **overlaps)
@@ -216,7 +225,7 @@ def _efficiency_held(efficiency, workload, held) -> list[tuple[str, object, bool
     moe = workload.moe is not None
     return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": moe, "ep_pair_overlap": moe,
                                            "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True},
-                            written=held[0], stack=held[1])
+                            written=held[0], stack=held[1], stack_is_default="stack" not in held[0])
 
 
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:

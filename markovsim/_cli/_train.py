@@ -218,7 +218,16 @@ def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
         "ep_pair_overlap": moe and pairs,
         "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
         "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0},
-        written=spec.efficiency_keys, stack=spec.stack)
+        written=spec.efficiency_keys, **_stack_shown(spec))
+
+
+def _stack_shown(spec) -> dict:
+    """The stack the efficiency line names: the plan's, or the hardware's default_stack a plan
+    stating no overlap is timed with (shown among the defaults; nothing for the library's)."""
+    if spec.stack:
+        return {"stack": spec.stack}
+    applied = spec.applied_stack
+    return {"stack": applied, "stack_is_default": True} if applied != "default" else {}
 
 
 def _plan_info(plan) -> dict:

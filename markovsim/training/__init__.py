@@ -22,6 +22,7 @@ from ._hardware import (
     KernelModel as KernelModel,
     LinkLevel as LinkLevel,
     SOFTWARE_STACKS as SOFTWARE_STACKS,
+    OVERLAP_KEYS as OVERLAP_KEYS,
 )
 from ._pipeline import (
     Block as Block,
@@ -129,7 +130,7 @@ from ._workload import (
 
 __all__ = [
     "Algorithm", "Collective", "alpha_beta_time", "collective_time",
-    "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS",
+    "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS", "OVERLAP_KEYS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
     "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan",

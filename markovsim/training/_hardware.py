@@ -32,7 +32,7 @@ import dataclasses
 
 from .._errors import InvalidParameterError, check_positive, check_probability
 
-__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS"]
+__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS", "OVERLAP_KEYS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +119,10 @@ class Hardware:
     (``None``: not fitted; a plan must then give ``efficiency.compute``);
     ``host_bandwidth_bytes_per_s`` the link between one accelerator and host memory, one
     direction (PCIe, NVLink-C2C), which activation offloading (``Plan.offload_layers``) moves
-    over (``None``: not described; such plans are refused).
+    over (``None``: not described; such plans are refused); ``default_stack`` the software
+    stack (:data:`SOFTWARE_STACKS`) whose communication overlaps a plan file on this hardware
+    is timed with when it states no overlap (``"default"``: the library's :class:`Efficiency`
+    defaults; a preset names the stack its kernel constants were fitted under).
     """
 
     name: str
@@ -130,9 +133,13 @@ class Hardware:
     peak_fp8_flop_per_s: float | None = None
     kernels: KernelModel | None = None
     host_bandwidth_bytes_per_s: float | None = None  # accelerator <-> host memory, one direction
+    default_stack: str = "default"
 
     def validate(self) -> "Hardware":
         check_positive(f"{self.name}.peak_flop_per_s", self.peak_flop_per_s)
+        if self.default_stack not in SOFTWARE_STACKS:
+            raise InvalidParameterError(f"{self.name}.default_stack={self.default_stack!r}: expected one of "
+                                        f"{', '.join(map(repr, SOFTWARE_STACKS))}")
         if self.host_bandwidth_bytes_per_s is not None:
             check_positive(f"{self.name}.host_bandwidth_bytes_per_s", self.host_bandwidth_bytes_per_s)
         if self.peak_fp8_flop_per_s is not None:
@@ -298,3 +305,8 @@ SOFTWARE_STACKS = {
                   "backward, no ZeRO parameter gather to hide"),
     },
 }
+
+#: the ``[efficiency]`` keys that state a plan's communication overlap: a stack, or one of the
+#: overlaps a stack sets. A plan that writes none of them is timed with its hardware's
+#: :attr:`Hardware.default_stack`
+OVERLAP_KEYS = frozenset({"stack"} | {k for s in SOFTWARE_STACKS.values() for k in s["overlaps"]})

@@ -69,6 +69,9 @@ KEY_DOCS = {
         "host_link": "link between one card and host memory (optional; needed by plans that offload activations)",
         "host_link.bandwidth": "bandwidth per card to host memory, as the source quotes it (see direction)",
         "host_link.direction": "whether that bandwidth is per direction or the bidirectional sum (halved)",
+        "default_stack": ("the software stack (its communication overlaps) a plan on this hardware is timed with "
+                          "when its [efficiency] states no overlap and no stack: the stack the preset's kernel "
+                          "constants were fitted under; one of 'default', 'megatron-core', 'megatron-lm-2021'"),
     },
     "plan": {
         "name": "label of the plan (default: workload on cards x hardware)",

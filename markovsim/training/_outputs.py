@@ -40,7 +40,7 @@ from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
-from ._hardware import SOFTWARE_STACKS
+from ._hardware import OVERLAP_KEYS, SOFTWARE_STACKS, Efficiency
 from ._step import StepBreakdown, step_time
 from ._workload import Workload
 
@@ -138,28 +138,33 @@ LONG_CONTEXT_CAVEAT = ("long context: the attention core is {share:.0f} % of thi
 ATTENTION_SHARE_FLAG = 0.5
 
 #: said under a plan that states none of its communication overlaps (no ``[efficiency]``
-#: overlap and no ``stack``) when NVIDIA's Megatron-core overlaps would move its step by more
-#: than OVERLAP_SENSITIVITY ({base}, {other}: the step at the library defaults and with the
-#: megatron-core stack's overlaps, seconds; {change}: the relative change, per cent)
-OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan states none, so its tensor-parallel, pipeline and "
-                           "ZeRO parameter-gather transfers are timed exposed (the library defaults: only 0.9 of the "
-                           "gradient reduction hidden). With the overlaps of NVIDIA's Megatron-core software "
-                           "(NeMo, Megatron-Bridge: [efficiency] stack = \"megatron-core\", the assumption behind "
-                           "the NVIDIA runs the GPU presets were fitted and validated on) the step would be "
-                           "{other:.3g} s against {base:.3g} s ({change:+.0f} %). Name the run's software: stack = "
-                           "\"megatron-core\", \"megatron-lm-2021\" or \"default\", or the overlaps themselves "
-                           "(docs/how-to/model-files.md)")
+#: overlap and no ``stack``), which is timed with its hardware's ``default_stack``, when the
+#: other reading (NVIDIA's Megatron-core overlaps, or the library's defaults where the hardware's
+#: stack is Megatron-core) would move its step by more than OVERLAP_SENSITIVITY ({applied},
+#: {other_stack}: the two readings in words; {base}, {other}: the step with each, seconds;
+#: {change}: the relative change, per cent)
+OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan states none, so it is timed with {applied}. With "
+                           "{other_stack} the step would be {other:.3g} s against {base:.3g} s ({change:+.0f} %). "
+                           "Name the run's software: [efficiency] stack = \"megatron-core\", \"megatron-lm-2021\" "
+                           "or \"default\", or the overlaps themselves (docs/how-to/model-files.md)")
+
+#: the two readings of a plan that states no overlap, in words, by the stack applied
+_STACK_WORDS = {
+    "default": ("the library's defaults (only 0.9 of the gradient reduction hidden; tensor-parallel, pipeline "
+                "and ZeRO parameter-gather transfers exposed)"),
+    "megatron-core": ("the overlaps of NVIDIA's Megatron-core software (NeMo, Megatron-Bridge: stack = "
+                      "\"megatron-core\", the assumption behind the NVIDIA runs the Hopper and Blackwell presets "
+                      "were fitted and validated on)"),
+    "megatron-lm-2021": "the overlaps of Megatron-LM as of 2021 (nothing hidden: stack = \"megatron-lm-2021\")",
+}
 
 #: the step-time change (relative) beyond which OVERLAP_DEFAULTS_CAVEAT is said
 OVERLAP_SENSITIVITY = 0.02
 
 #: the note the validation harness adds to the rows of a case with ``overlap_caveat`` = 1
-OVERLAP_CASE_NOTE = ("the plan states no communication overlap, so TP, PP and ZeRO parameter-gather transfers are "
-                     "timed exposed; NVIDIA's Megatron-core overlaps would move its step by more than "
-                     f"{100 * OVERLAP_SENSITIVITY:.0f} % (efficiency.stack)")
-
-#: the efficiency keys a plan can state its communication overlap with
-_OVERLAP_KEYS = frozenset({"stack", "tp_overlap", "pp_overlap", "dp_overlap", "param_gather_overlap"})
+OVERLAP_CASE_NOTE = ("the plan states no communication overlap, so it is timed with its hardware's default_stack; "
+                     "the other reading (Megatron-core's overlaps, or the library's defaults) would move its step "
+                     f"by more than {100 * OVERLAP_SENSITIVITY:.0f} % (efficiency.stack)")
 
 _FUSED = {AttentionKernel.FLASH: "flash (FlashAttention-2 or later)",
           AttentionKernel.FLASH1: "flash1 (FlashAttention v1 or its Triton port)"}
@@ -226,20 +231,27 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
 
 def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[str]:
     """:data:`OVERLAP_DEFAULTS_CAVEAT` (in a list) when ``spec`` writes none of its
-    communication overlaps (``spec.efficiency_keys``) and the ``megatron-core`` stack's
-    overlaps would change its step by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``.
-    ``base``: the plan's own step time, when the caller has it (else computed here)."""
-    if spec.efficiency_keys & _OVERLAP_KEYS:
+    communication overlaps (``spec.efficiency_keys``; it is then timed with its hardware's
+    ``default_stack``) and the other reading, the ``megatron-core`` stack's overlaps (the
+    library's defaults where the hardware's stack is ``megatron-core``), would change its step
+    by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``. ``base``: the plan's own step
+    time, when the caller has it (else computed here)."""
+    if spec.efficiency_keys & OVERLAP_KEYS:
         return []
-    stack = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    applied = spec.applied_stack
+    other_stack = "default" if applied == "megatron-core" else "megatron-core"
     if base is None:
         base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+    overlaps = {k: getattr(Efficiency(), k) for k in SOFTWARE_STACKS["megatron-core"]["overlaps"]}
+    overlaps.update(SOFTWARE_STACKS[other_stack]["overlaps"])
     other = step_time(spec.workload, spec.hardware, spec.plan,
-                      efficiency=dataclasses.replace(spec.efficiency, **stack)).step_time
+                      efficiency=dataclasses.replace(spec.efficiency, **overlaps)).step_time
     change = other / base - 1
     if abs(change) <= OVERLAP_SENSITIVITY:
         return []
-    return [OVERLAP_DEFAULTS_CAVEAT.format(base=base, other=other, change=100 * change)]
+    applied_words = _STACK_WORDS[applied] + (f", {spec.hardware.name}'s default_stack" if applied != "default" else "")
+    return [OVERLAP_DEFAULTS_CAVEAT.format(applied=applied_words, other_stack=_STACK_WORDS[other_stack], base=base,
+                                           other=other, change=100 * change)]
 
 
 def long_context_caveat(spec: PlanSpec) -> list[str]:

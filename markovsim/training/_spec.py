@@ -22,7 +22,7 @@ from pathlib import Path
 from .._errors import SpecError
 from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
-from ._hardware import SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
+from ._hardware import OVERLAP_KEYS, SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
@@ -140,7 +140,8 @@ def _hardware(t: Table) -> Hardware:
         host = _one_way(hl)
         hl.finish()
     hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels,
-                  host_bandwidth_bytes_per_s=host)
+                  host_bandwidth_bytes_per_s=host,
+                  default_stack=t.text("default_stack", "default", choices=tuple(SOFTWARE_STACKS)))
     t.finish()
     return hw.validate()
 
@@ -171,14 +172,26 @@ class PlanSpec:
     #: the software stack the document named (``[efficiency] stack``), or ``""``
     stack: str = ""
 
+    @property
+    def applied_stack(self) -> str:
+        """The stack whose overlaps the plan is timed with: the one the document named; else,
+        when it states no overlap, the hardware's :attr:`~Hardware.default_stack`; else
+        ``"default"`` (the overlaps it wrote, the rest at the library's defaults)."""
+        if self.stack:
+            return self.stack
+        return "default" if self.efficiency_keys & OVERLAP_KEYS else self.hardware.default_stack
 
-def _efficiency(t: Table) -> tuple[Efficiency, frozenset, str]:
+
+def _efficiency(t: Table, default_stack: str = "default") -> tuple[Efficiency, frozenset, str]:
     """The efficiency inputs of an ``[efficiency]`` table, the keys it sets and the stack it
     names (``""`` when none; ``stack``
     names a software stack of :data:`~markovsim.training.SOFTWARE_STACKS`, whose overlaps
-    become the defaults of the keys beside it)."""
+    become the defaults of the keys beside it). A table that writes no overlap and no stack
+    takes the overlaps of ``default_stack`` (the hardware's, :attr:`Hardware.default_stack`);
+    one that writes any of them is read as written, the rest at the library's defaults."""
     given = "stack" in t
-    stack = t.text("stack", "default", choices=tuple(SOFTWARE_STACKS))
+    silent = not given and not any(k in t for k in OVERLAP_KEYS)
+    stack = t.text("stack", default_stack if silent else "default", choices=tuple(SOFTWARE_STACKS))
     d = Efficiency.for_stack(stack)
     written = {f.name for f in dataclasses.fields(Efficiency) if f.name in t}
     if "data_loading" in t:
@@ -269,8 +282,8 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         raise SpecError(f"{t._name('fp8_recipe')}={t.raw('fp8_recipe')!r}: an FP8 scaling recipe without a "
                         "precision; expected precision = \"fp8\" (or precision = \"bf16\" to time the plan "
                         "in BF16, where no recipe applies)")
-    eff, eff_keys, stack = (_efficiency(t.table("efficiency")) if "efficiency" in t
-                            else (Efficiency(), frozenset(), ""))
+    eff, eff_keys, stack = (_efficiency(t.table("efficiency"), hardware.default_stack) if "efficiency" in t
+                            else (Efficiency.for_stack(hardware.default_stack), frozenset(), ""))
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"
     t.finish()
     from ._plan import validate_plan
