@@ -64,10 +64,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-#: the overlaps a software stack sets
-_OVERLAPS = tuple(tr.SOFTWARE_STACKS["megatron-core"]["overlaps"])
-
-
 def _inputs(args):
     """(workload, hardware, cards, global batch, efficiency, changes) from a plan file and options."""
     changes = c.overrides(args.sets)
@@ -94,7 +90,8 @@ def _inputs(args):
     if not written & tr.OVERLAP_KEYS:
         # no overlap stated: the hardware's default_stack (again, where --hardware replaced the file's)
         base = tr.Efficiency.for_stack(hardware.default_stack)
-        efficiency = dataclasses.replace(efficiency, **{k: getattr(base, k) for k in _OVERLAPS})
+        efficiency = dataclasses.replace(efficiency, **{k: getattr(base, k)
+                                                        for k in tr.SOFTWARE_STACKS["megatron-core"]["overlaps"]})
         stack = hardware.default_stack if hardware.default_stack != "default" else ""
     if args.stack is not None:
         overlaps = tr.SOFTWARE_STACKS[args.stack]["overlaps"]
