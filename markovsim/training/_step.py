@@ -448,7 +448,11 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     grad_ar = _bucketed(c, ar, dense_rank, gb_dp, n_dp, tp, o_dp)
     grad_rs = _bucketed(c, rs, dense_rank, gb_dp, n_sh, tp, o_dp)
     w_bytes = jnp.where(q["fp8_params"] > 0, 1.0, _BF16) * copies  # the weights gathered: FP8 or BF16
-    gather = _bucketed(c, ag, dense_rank, w_bytes, n_sh, tp, o_pg)
+    z3 = zero >= 3
+    # the gather is bucketed by the overlap that hides it: ZeRO-3's per-micro-batch gathers
+    # by dp_overlap, ZeRO 1-2's one gather after the optimizer step by param_gather_overlap
+    o_gather = jnp.where(z3, o_dp, o_pg)
+    gather = _bucketed(c, ag, dense_rank, w_bytes, n_sh, tp, o_gather)
     replicas = n_dp / n_sh
     bw_out, lat_out = _level(c, jnp.full_like(n_dp, jnp.inf))  # the outermost level
     # FSDP (ZeRO-3) reduces its gradients layer by layer: the replicas' all-reduce of the
@@ -459,8 +463,7 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     if moe:
         grad_ar = grad_ar + _bucketed(c, ar, expert_rank, gb_dp, edp, ep, o_dp)
         grad_rs = grad_rs + _bucketed(c, rs, expert_rank, gb_dp, edp, ep, o_dp)
-        gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_pg)
-    z3 = zero >= 3
+        gather = gather + _bucketed(c, ag, expert_rank, w_bytes, edp, ep, o_gather)
     dp_grad = jnp.where(zero == 0, grad_ar, jnp.where(z3, m * grad_rs, grad_rs))
     dp_param = jnp.where(zero == 0, 0.0, jnp.where(z3, 2.0 * m * gather, gather))
     exposed_tp = (1 - c["o_tp"]) * tp_comm

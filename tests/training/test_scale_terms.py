@@ -88,6 +88,23 @@ def test_bucket_rule():
         assert t - grouped("reduce-scatter", params * bytes_per, n, 8) == pytest.approx((buckets - 1) * (n - 1) * A_OUT)
 
 
+def test_each_gather_is_bucketed_by_the_overlap_that_hides_it():
+    """ZeRO-3's per-micro-batch gathers are hidden by dp_overlap and bucketed by it: the
+    step does not read param_gather_overlap. ZeRO 1-2's one gather after the optimizer step
+    is bucketed (and hidden) by param_gather_overlap: any overlap at all splits it into
+    buckets, each paying the collective's latency."""
+    s = load_plan("gpt3_175b_a100_1024")
+    z3 = s.plan.replace(tp=1, pp=1, dp=512, global_batch=1024, zero_stage=3, recompute="full", micro_batch=1)
+    eff = dataclasses.replace(s.efficiency, dp_overlap=0.9)
+    steps = [step_time(s.workload, s.hardware, z3, efficiency=dataclasses.replace(eff, param_gather_overlap=o))
+             for o in (0.0, 0.9)]
+    assert steps[0] == steps[1]
+    z1 = z3.replace(zero_stage=1)
+    one = [step_time(s.workload, s.hardware, z1, efficiency=dataclasses.replace(eff, param_gather_overlap=o))
+           for o in (0.0, 1e-9)]
+    assert one[1].communication_total > one[0].communication_total
+
+
 GPT = load_plan("gpt3_175b_a100_1024")
 
 
