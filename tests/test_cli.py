@@ -831,6 +831,10 @@ def test_train_names_the_efficiency_it_assumes(capsys, tmp_path):
     code, out, _ = run(capsys, "train", str(plan))
     assert ("efficiency: nothing set; at their defaults: stack megatron-core (the hardware's default_stack), "
             "tp_overlap 0.8, dp_overlap 0.9, param_gather_overlap 0.9, usable_memory 0.9") in out
+    # a what-if that sets one overlap keeps the stack's others
+    code, out, _ = run(capsys, "train", str(plan), "--set", "efficiency.tp_overlap=0.5")
+    assert ("efficiency: tp_overlap 0.5; at their defaults: stack megatron-core (the hardware's default_stack), "
+            "dp_overlap 0.9, param_gather_overlap 0.9, usable_memory 0.9") in out
 
 
 def test_plan_with_bf16_gemms_drops_the_files_fp8_dispatch(capsys):

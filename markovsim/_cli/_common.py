@@ -178,7 +178,7 @@ def efficiency_items(efficiency, overlaps: dict, written, stack: str = "",
     numbers are on the screen. A value is the default when it is not among ``written`` (the
     keys a plan file set, a stack's among them: ``PlanSpec.efficiency_keys``). A ``stack``
     comes first: named by the plan, or (``stack_is_default``) the hardware's default_stack
-    that a plan stating no overlap is timed with."""
+    that gives a plan naming none the overlaps it does not write."""
     from ..training import Efficiency
 
     base = Efficiency()

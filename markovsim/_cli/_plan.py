@@ -57,7 +57,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
     p.add_argument("--stack", choices=STACKS, type=str.lower,
                    help="the communication overlaps of a software stack for every candidate, over the plan "
-                        "file's (default: the plan file's [efficiency], else the hardware's default_stack)")
+                        "file's (default: the plan file's [efficiency], the overlaps it does not write from the "
+                        "hardware's default_stack)")
     p.add_argument("--max-tp", type=int, default=8, metavar="N", help="largest tensor-parallel degree (default 8)")
     p.add_argument("--max-pp", type=int, default=64, metavar="N", help="largest pipeline degree (default 64)")
     c.add_common(p)
@@ -87,16 +88,14 @@ def _inputs(args):
     efficiency = spec.efficiency if spec is not None else tr.Efficiency()
     written = spec.efficiency_keys if spec is not None else frozenset()
     stack = spec.stack if spec is not None else ""
-    if not written & tr.OVERLAP_KEYS:
-        # no overlap stated: the hardware's default_stack (again, where --hardware replaced the file's)
-        base = tr.Efficiency.for_stack(hardware.default_stack)
-        efficiency = dataclasses.replace(efficiency, **{k: getattr(base, k)
-                                                        for k in tr.SOFTWARE_STACKS["megatron-core"]["overlaps"]})
-        stack = hardware.default_stack if hardware.default_stack != "default" else ""
     if args.stack is not None:
         overlaps = tr.SOFTWARE_STACKS[args.stack]["overlaps"]
         efficiency = dataclasses.replace(efficiency, **overlaps)
         written, stack = written | set(overlaps) | {"stack"}, args.stack
+    if not stack:
+        # no stack named: the overlaps not written are the hardware's default_stack's (again,
+        # where --hardware replaced the file's)
+        efficiency = efficiency.with_stack(hardware.default_stack, written)
     numerics = spec.plan if spec is not None else tr.Plan(tp=1, pp=1, dp=1, global_batch=1)  # the defaults
     if args.precision is not None:
         numerics = numerics.replace(precision=tr.Precision(args.precision),
@@ -164,7 +163,7 @@ def run(args) -> int:
     caveats = tr.plan_caveats(workload, hardware=hardware, precision=numerics.precision)
     caveats += _kernel_caveat(workload, hardware, efficiency, plans, int(best[0]), numerics.attention_kernel,
                               float(out["step_time"][best[0]]))
-    fastest = _fastest_spec(workload, hardware, efficiency, plans, int(best[0]), batch, numerics, held[0])
+    fastest = _fastest_spec(workload, hardware, efficiency, plans, int(best[0]), batch, numerics, held)
     caveats += long_context_caveat(fastest)
     caveats += overlap_defaults_caveat(fastest, float(out["step_time"][best[0]]))
     from ..training._evidence import evidence_for
@@ -193,13 +192,13 @@ def run(args) -> int:
                       "numerics": {k: getattr(v, "value", v) for k, v in tr.plan_numerics(numerics).items()},
                       "candidates": int(ok.size), "valid": valid, "after_filters": int(index.size), "plans": rows,
                       "near_fit": near_fit,
-                      **c.efficiency_json(_efficiency_held(efficiency, workload, held)),
+                      **c.efficiency_json(_efficiency_held(efficiency, workload, hardware, held)),
                       "caveats": caveats, "evidence": evidence})
         return 0
     print(f"{workload.name} on {cards} x {hardware.name}, global batch {batch}: {ok.size} candidates, "
           f"{valid} valid and fitting, {index.size} after the filters")
     print(f"held, not searched: {_numerics_text(numerics, workload.moe)}")
-    print(c.efficiency_text(_efficiency_held(efficiency, workload, held)))
+    print(c.efficiency_text(_efficiency_held(efficiency, workload, hardware, held)))
     print()
     head = ("#", "tp", "pp", "dp", "ep", "cp", "v", "mb", "zero", "schedule", "recompute", "step (s)", "MFU",
             "memory (GiB)")
@@ -215,14 +214,18 @@ def run(args) -> int:
     return 0
 
 
-def _efficiency_held(efficiency, workload, held) -> list[tuple[str, object, bool]]:
+def _efficiency_held(efficiency, workload, hardware, held) -> list[tuple[str, object, bool]]:
     """The efficiency every candidate is evaluated with: every overlap a candidate can use
     (EP only for a mixture of experts; the replicas' all-reduce only with hybrid sharding,
-    which the search does not propose), the usable memory and any override."""
+    which the search does not propose), the usable memory and any override; first the stack
+    named, or the hardware's default_stack where it gives an overlap not written."""
     moe = workload.moe is not None
+    written, stack = held
+    if not stack and set(tr.SOFTWARE_STACKS[hardware.default_stack]["overlaps"]) - written:
+        stack = hardware.default_stack
     return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": moe, "ep_pair_overlap": moe,
                                            "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True},
-                            written=held[0], stack=held[1], stack_is_default="stack" not in held[0])
+                            written=written, stack=stack, stack_is_default=stack != held[1])
 
 
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:
@@ -240,14 +243,14 @@ def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, 
     return attention_kernel_caveat(kernel, step_s, alt)
 
 
-def _fastest_spec(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics, written):
+def _fastest_spec(workload, hardware, efficiency, plans: dict, i: int, batch: int, numerics, held):
     """The fastest plan ``i`` as a :class:`~markovsim.training._spec.PlanSpec` (with the
-    efficiency keys the plan file or --stack wrote), for the caveats ``markovsim train`` says
-    of a plan file (long context, communication overlap)."""
+    efficiency keys and the stack the plan file or --stack wrote), for the caveats
+    ``markovsim train`` says of a plan file (long context, communication overlap)."""
     from ..training._search import _plan_at
     from ..training._spec import PlanSpec
 
-    return PlanSpec(workload.name, workload, hardware, _plan_at(plans, i, batch, numerics), efficiency, written)
+    return PlanSpec(workload.name, workload, hardware, _plan_at(plans, i, batch, numerics), efficiency, *held)
 
 
 def _near_fit_text(near: dict, best: dict) -> str:

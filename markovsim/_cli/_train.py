@@ -213,21 +213,24 @@ def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
     # micro-batches paired to hide it (ep_pair_overlap); combined 1F1B's unpaired warm-up ones
     # and every micro-batch of other schedules use ep_overlap
     pairs = bool(p.combined_1f1b) or p.schedule is tr.Schedule.DUALPIPE
-    return c.efficiency_items(spec.efficiency, {
+    used = {
         "tp_overlap": p.tp > 1 or p.cp > 1, "ep_overlap": moe and p.schedule is not tr.Schedule.DUALPIPE,
         "ep_pair_overlap": moe and pairs,
         "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
-        "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0},
-        written=spec.efficiency_keys, **_stack_shown(spec))
+        "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0}
+    return c.efficiency_items(spec.efficiency, used, written=spec.efficiency_keys,
+                              **_stack_shown(spec, {k for k, on in used.items() if on}))
 
 
-def _stack_shown(spec) -> dict:
-    """The stack the efficiency line names: the plan's, or the hardware's default_stack a plan
-    stating no overlap is timed with (shown among the defaults; nothing for the library's)."""
+def _stack_shown(spec, used) -> dict:
+    """The stack the efficiency line names: the plan's, or the hardware's default_stack that
+    gives the plan an overlap it uses and does not write (shown among the defaults; nothing
+    for the library's)."""
     if spec.stack:
         return {"stack": spec.stack}
     applied = spec.applied_stack
-    return {"stack": applied, "stack_is_default": True} if applied != "default" else {}
+    supplied = set(tr.SOFTWARE_STACKS[applied]["overlaps"]) & used - spec.efficiency_keys
+    return {"stack": applied, "stack_is_default": True} if supplied else {}
 
 
 def _plan_info(plan) -> dict:

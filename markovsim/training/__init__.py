@@ -23,6 +23,7 @@ from ._hardware import (
     LinkLevel as LinkLevel,
     SOFTWARE_STACKS as SOFTWARE_STACKS,
     OVERLAP_KEYS as OVERLAP_KEYS,
+    STACK_OVERLAPS as STACK_OVERLAPS,
 )
 from ._pipeline import (
     Block as Block,
@@ -131,6 +132,7 @@ from ._workload import (
 __all__ = [
     "Algorithm", "Collective", "alpha_beta_time", "collective_time",
     "Efficiency", "Hardware", "LinkLevel", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS", "OVERLAP_KEYS",
+    "STACK_OVERLAPS",
     "Block", "BlockTimes", "Schedule", "Timeline", "pipeline_bubble_fraction",
     "pipeline_bubble_time", "simulate_pipeline",
     "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "EPDispatch", "ExpertRouting", "LayerSplit", "Plan",

@@ -32,7 +32,8 @@ import dataclasses
 
 from .._errors import InvalidParameterError, check_positive, check_probability
 
-__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS", "OVERLAP_KEYS"]
+__all__ = ["LinkLevel", "Hardware", "Efficiency", "KernelModel", "KERNEL_PARAMETERS", "SOFTWARE_STACKS", "OVERLAP_KEYS",
+           "STACK_OVERLAPS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,8 +122,9 @@ class Hardware:
     direction (PCIe, NVLink-C2C), which activation offloading (``Plan.offload_layers``) moves
     over (``None``: not described; such plans are refused); ``default_stack`` the software
     stack (:data:`SOFTWARE_STACKS`) whose communication overlaps a plan file on this hardware
-    is timed with when it states no overlap (``"default"``: the library's :class:`Efficiency`
-    defaults; a preset names the stack its kernel constants were fitted under).
+    that names no stack gets for the overlaps it does not write (``"default"``: the library's
+    :class:`Efficiency` defaults; a preset names the stack its kernel constants were fitted
+    under).
     """
 
     name: str
@@ -273,6 +275,18 @@ class Efficiency:
             raise InvalidParameterError(f"stack={stack!r}: expected one of {', '.join(map(repr, SOFTWARE_STACKS))}")
         return cls(**{**SOFTWARE_STACKS[stack]["overlaps"], **overrides}).validate()
 
+    def with_stack(self, stack: str, written=frozenset()) -> "Efficiency":
+        """These settings with the overlaps of ``stack`` (:data:`STACK_OVERLAPS`, the
+        library's defaults where the stack sets none) in place of those not in ``written``
+        (the keys a plan file wrote): what a plan naming no stack gets from its hardware's
+        ``default_stack``, and the other reading the overlap caveat gives.
+
+        >>> Efficiency(tp_overlap=0.3).with_stack("megatron-core", {"tp_overlap"}).pp_overlap
+        0.5
+        """
+        base = Efficiency.for_stack(stack)
+        return dataclasses.replace(self, **{k: getattr(base, k) for k in STACK_OVERLAPS if k not in written})
+
 
 #: Communication overlaps of named software stacks: what ``[efficiency] stack = "<name>"``
 #: sets in a plan file (keys written beside it win). Each stack's values are the ones the
@@ -306,7 +320,11 @@ SOFTWARE_STACKS = {
     },
 }
 
-#: the ``[efficiency]`` keys that state a plan's communication overlap: a stack, or one of the
-#: overlaps a stack sets. A plan that writes none of them is timed with its hardware's
+#: the overlaps a software stack sets (each of :data:`SOFTWARE_STACKS` sets some of them): those
+#: of a plan that names no stack and does not write them come from its hardware's
 #: :attr:`Hardware.default_stack`
-OVERLAP_KEYS = frozenset({"stack"} | {k for s in SOFTWARE_STACKS.values() for k in s["overlaps"]})
+STACK_OVERLAPS = ("tp_overlap", "pp_overlap", "dp_overlap", "param_gather_overlap")
+
+#: the ``[efficiency]`` keys that state a plan's communication overlap: a stack, or one of the
+#: overlaps a stack sets
+OVERLAP_KEYS = frozenset({"stack", *STACK_OVERLAPS})

@@ -69,9 +69,9 @@ KEY_DOCS = {
         "host_link": "link between one card and host memory (optional; needed by plans that offload activations)",
         "host_link.bandwidth": "bandwidth per card to host memory, as the source quotes it (see direction)",
         "host_link.direction": "whether that bandwidth is per direction or the bidirectional sum (halved)",
-        "default_stack": ("the software stack (its communication overlaps) a plan on this hardware is timed with "
-                          "when its [efficiency] states no overlap and no stack: the stack the preset's kernel "
-                          "constants were fitted under; one of 'default', 'megatron-core', 'megatron-lm-2021'"),
+        "default_stack": ("the software stack whose communication overlaps a plan on this hardware gets for the "
+                          "overlaps its [efficiency] does not write, when it names no stack: the stack the preset's "
+                          "kernel constants were fitted under; one of 'default', 'megatron-core', 'megatron-lm-2021'"),
     },
     "plan": {
         "name": "label of the plan (default: workload on cards x hardware)",
@@ -139,7 +139,8 @@ KEY_DOCS = {
                              "it (markovsim.training.SOFTWARE_STACKS): default (the library's: dp_overlap 0.9, "
                              "nothing else hidden), megatron-core (NeMo, Megatron-Bridge, Megatron-core: "
                              "tp_overlap 0.8, pp_overlap 0.5, dp_overlap 0.9, param_gather_overlap 0.9) or "
-                             "megatron-lm-2021 (Narayanan et al. 2021: nothing hidden); keys written beside it win"),
+                             "megatron-lm-2021 (Narayanan et al. 2021: nothing hidden); keys written beside it win; "
+                             "absent: the hardware's default_stack"),
         "efficiency.tp_overlap": "fraction of TP communication hidden behind compute",
         "efficiency.dp_overlap": "fraction of DP communication hidden behind compute",
         "efficiency.replica_overlap": ("hybrid sharding (zero_shard_group): fraction of the replicas' gradient "

@@ -22,9 +22,9 @@ rule ``batch = "fixed-global"`` (with ``sequences``, default the plan's global b
 ``global_batches = [b0, b1]`` (one per size), and ``jitter_cv`` (default 0). It is computed
 with :func:`~markovsim.training.scaling_curve`, the one linearity implementation, even when
 the memory model says a size does not fit (``fits`` reports that). A case also gives
-``overlap_caveat``: 1 when it states no communication overlap and the ``megatron-core``
-stack's would move its step by more than :data:`OVERLAP_SENSITIVITY` (the validation
-harness then flags its rows), else 0.
+``overlap_caveat``: 1 when it names no software stack, leaves some overlaps unwritten, and
+the other reading of those would move its step by more than :data:`OVERLAP_SENSITIVITY`
+(:func:`overlap_defaults_caveat`; the validation harness then flags its rows), else 0.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
-from ._hardware import OVERLAP_KEYS, SOFTWARE_STACKS, Efficiency
+from ._hardware import STACK_OVERLAPS
 from ._step import StepBreakdown, step_time
 from ._workload import Workload
 
@@ -137,18 +137,19 @@ LONG_CONTEXT_CAVEAT = ("long context: the attention core is {share:.0f} % of thi
 #: is said ("most of the layer")
 ATTENTION_SHARE_FLAG = 0.5
 
-#: said under a plan that states none of its communication overlaps (no ``[efficiency]``
-#: overlap and no ``stack``), which is timed with its hardware's ``default_stack``, when the
-#: other reading (NVIDIA's Megatron-core overlaps, or the library's defaults where the hardware's
-#: stack is Megatron-core) would move its step by more than OVERLAP_SENSITIVITY ({applied},
-#: {other_stack}: the two readings in words; {base}, {other}: the step with each, seconds;
-#: {change}: the relative change, per cent)
-OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan states none, so it is timed with {applied}. With "
-                           "{other_stack} the step would be {other:.3g} s against {base:.3g} s ({change:+.0f} %). "
-                           "Name the run's software: [efficiency] stack = \"megatron-core\", \"megatron-lm-2021\" "
-                           "or \"default\", or the overlaps themselves (docs/how-to/model-files.md)")
+#: said under a plan that names no software stack and leaves some of its communication
+#: overlaps unwritten (they come from its hardware's ``default_stack``), when the other reading
+#: of those (NVIDIA's Megatron-core overlaps, or the library's defaults where the hardware's
+#: stack is Megatron-core) would move its step by more than OVERLAP_SENSITIVITY ({unstated}:
+#: which overlaps, in words; {applied}, {other_stack}: the two readings in words; {base},
+#: {other}: the step with each, seconds; {change}: the relative change, per cent)
+OVERLAP_DEFAULTS_CAVEAT = ("communication overlap: this plan names no software stack, so {unstated} are taken from "
+                           "{applied}. With {other_stack} instead, the step would be {other:.3g} s against {base:.3g} s "
+                           "({change:+.0f} %). Name the run's software: [efficiency] stack = \"megatron-core\", "
+                           "\"megatron-lm-2021\" or \"default\", or the overlaps themselves "
+                           "(docs/how-to/model-files.md)")
 
-#: the two readings of a plan that states no overlap, in words, by the stack applied
+#: the two readings of the overlaps a plan leaves unwritten, in words, by the stack applied
 _STACK_WORDS = {
     "default": ("the library's defaults (only 0.9 of the gradient reduction hidden; tensor-parallel, pipeline "
                 "and ZeRO parameter-gather transfers exposed)"),
@@ -162,9 +163,9 @@ _STACK_WORDS = {
 OVERLAP_SENSITIVITY = 0.02
 
 #: the note the validation harness adds to the rows of a case with ``overlap_caveat`` = 1
-OVERLAP_CASE_NOTE = ("the plan states no communication overlap, so it is timed with its hardware's default_stack; "
-                     "the other reading (Megatron-core's overlaps, or the library's defaults) would move its step "
-                     f"by more than {100 * OVERLAP_SENSITIVITY:.0f} % (efficiency.stack)")
+OVERLAP_CASE_NOTE = ("the plan names no software stack, so the communication overlaps it does not write are its "
+                     "hardware's default_stack's; the other reading (Megatron-core's overlaps, or the library's "
+                     f"defaults) would move its step by more than {100 * OVERLAP_SENSITIVITY:.0f} % (efficiency.stack)")
 
 _FUSED = {AttentionKernel.FLASH: "flash (FlashAttention-2 or later)",
           AttentionKernel.FLASH1: "flash1 (FlashAttention v1 or its Triton port)"}
@@ -230,28 +231,30 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
 
 
 def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[str]:
-    """:data:`OVERLAP_DEFAULTS_CAVEAT` (in a list) when ``spec`` writes none of its
-    communication overlaps (``spec.efficiency_keys``; it is then timed with its hardware's
-    ``default_stack``) and the other reading, the ``megatron-core`` stack's overlaps (the
-    library's defaults where the hardware's stack is ``megatron-core``), would change its step
-    by more than :data:`OVERLAP_SENSITIVITY`; else ``[]``. ``base``: the plan's own step
-    time, when the caller has it (else computed here)."""
-    if spec.efficiency_keys & OVERLAP_KEYS:
+    """:data:`OVERLAP_DEFAULTS_CAVEAT` (in a list) when ``spec`` names no software stack and
+    leaves some of the overlaps a stack sets unwritten (``spec.efficiency_keys``; they are
+    then its hardware's ``default_stack``'s), and the other reading of those, the
+    ``megatron-core`` stack's (the library's defaults where the hardware's stack is
+    ``megatron-core``), would change its step by more than :data:`OVERLAP_SENSITIVITY`; else
+    ``[]``. ``base``: the plan's own step time, when the caller has it (else computed here)."""
+    unwritten = [k for k in STACK_OVERLAPS if k not in spec.efficiency_keys]
+    if spec.stack or not unwritten:
         return []
     applied = spec.applied_stack
     other_stack = "default" if applied == "megatron-core" else "megatron-core"
     if base is None:
         base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
-    overlaps = {k: getattr(Efficiency(), k) for k in SOFTWARE_STACKS["megatron-core"]["overlaps"]}
-    overlaps.update(SOFTWARE_STACKS[other_stack]["overlaps"])
     other = step_time(spec.workload, spec.hardware, spec.plan,
-                      efficiency=dataclasses.replace(spec.efficiency, **overlaps)).step_time
+                      efficiency=spec.efficiency.with_stack(other_stack, spec.efficiency_keys)).step_time
     change = other / base - 1
     if abs(change) <= OVERLAP_SENSITIVITY:
         return []
+    unstated = ("its communication overlaps" if len(unwritten) == len(STACK_OVERLAPS) else
+                f"the overlaps it does not write ({', '.join(unwritten)})")
     applied_words = _STACK_WORDS[applied] + (f", {spec.hardware.name}'s default_stack" if applied != "default" else "")
-    return [OVERLAP_DEFAULTS_CAVEAT.format(applied=applied_words, other_stack=_STACK_WORDS[other_stack], base=base,
-                                           other=other, change=100 * change)]
+    return [OVERLAP_DEFAULTS_CAVEAT.format(unstated=unstated, applied=applied_words,
+                                           other_stack=_STACK_WORDS[other_stack], base=base, other=other,
+                                           change=100 * change)]
 
 
 def long_context_caveat(spec: PlanSpec) -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from .._errors import SpecError
 from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
-from ._hardware import OVERLAP_KEYS, SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
+from ._hardware import SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
@@ -174,24 +174,20 @@ class PlanSpec:
 
     @property
     def applied_stack(self) -> str:
-        """The stack whose overlaps the plan is timed with: the one the document named; else,
-        when it states no overlap, the hardware's :attr:`~Hardware.default_stack`; else
-        ``"default"`` (the overlaps it wrote, the rest at the library's defaults)."""
-        if self.stack:
-            return self.stack
-        return "default" if self.efficiency_keys & OVERLAP_KEYS else self.hardware.default_stack
+        """The stack whose overlaps the plan's unwritten overlap keys take: the one the
+        document named, else the hardware's :attr:`~Hardware.default_stack`."""
+        return self.stack or self.hardware.default_stack
 
 
 def _efficiency(t: Table, default_stack: str = "default") -> tuple[Efficiency, frozenset, str]:
     """The efficiency inputs of an ``[efficiency]`` table, the keys it sets and the stack it
-    names (``""`` when none; ``stack``
-    names a software stack of :data:`~markovsim.training.SOFTWARE_STACKS`, whose overlaps
-    become the defaults of the keys beside it). A table that writes no overlap and no stack
-    takes the overlaps of ``default_stack`` (the hardware's, :attr:`Hardware.default_stack`);
-    one that writes any of them is read as written, the rest at the library's defaults."""
+    names (``""`` when none). ``stack`` names a software stack of
+    :data:`~markovsim.training.SOFTWARE_STACKS`, whose overlaps become the defaults of the
+    keys beside it; a table that names none takes ``default_stack`` (the hardware's,
+    :attr:`Hardware.default_stack`) in its place: the overlaps it writes are read as written,
+    the ones it leaves out are that stack's."""
     given = "stack" in t
-    silent = not given and not any(k in t for k in OVERLAP_KEYS)
-    stack = t.text("stack", default_stack if silent else "default", choices=tuple(SOFTWARE_STACKS))
+    stack = t.text("stack", default_stack, choices=tuple(SOFTWARE_STACKS))
     d = Efficiency.for_stack(stack)
     written = {f.name for f in dataclasses.fields(Efficiency) if f.name in t}
     if "data_loading" in t:

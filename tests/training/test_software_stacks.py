@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markovsim._errors import InvalidParameterError, SpecError
-from markovsim.training import SOFTWARE_STACKS, Efficiency, plan_caveats, step_time
+from markovsim.training import SOFTWARE_STACKS, STACK_OVERLAPS, Efficiency, plan_caveats, step_time
 from markovsim.training._calibrate import predict, runs_from_cases
 from markovsim.training._outputs import OVERLAP_SENSITIVITY, overlap_defaults_caveat
 from markovsim.training._spec import plan_from_document
@@ -30,6 +30,7 @@ def _step(spec):
 
 def test_a_stack_is_its_overlaps_and_keys_beside_it_win():
     core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    assert all(set(s["overlaps"]) <= set(STACK_OVERLAPS) for s in SOFTWARE_STACKS.values())
     assert Efficiency.for_stack("default") == Efficiency()
     assert Efficiency.for_stack("megatron-core") == Efficiency(**core)
     assert Efficiency.for_stack("megatron-core", pp_overlap=0.0) == Efficiency(**{**core, "pp_overlap": 0.0})
@@ -47,8 +48,11 @@ def test_a_stack_is_its_overlaps_and_keys_beside_it_win():
     assert bare.stack == "" and bare.applied_stack == "megatron-core" and _step(bare) == _step(named)
     ampere = plan_from_document({**BARE, "hardware": "a100_sxm_80gb"})
     assert ampere.efficiency == Efficiency() and ampere.applied_stack == "default"
-    # any overlap written: read as written, the rest at the library's defaults
+    # an overlap written wins; those not written are still the hardware's default_stack's
     one = plan_from_document({**BARE, "efficiency": {"dp_overlap": 0.95}})
+    assert one.efficiency == Efficiency.for_stack("megatron-core", dp_overlap=0.95)
+    assert one.applied_stack == "megatron-core" and one.efficiency_keys == {"dp_overlap"}
+    one = plan_from_document({**BARE, "hardware": "a100_sxm_80gb", "efficiency": {"dp_overlap": 0.95}})
     assert one.efficiency == Efficiency(dp_overlap=0.95) and one.applied_stack == "default"
     assert plan_from_document({**BARE, "efficiency": {"usable_memory": 0.8}}).efficiency == Efficiency.for_stack(
         "megatron-core", usable_memory=0.8)
@@ -79,10 +83,21 @@ def test_the_caveat_is_said_when_no_overlap_is_stated_and_it_matters():
         base, other = _step(bare), _step(other_spec)
         assert f"{other:.3g} s against {base:.3g} s ({100 * (other / base - 1):+.0f} %)" in notes[0]
         assert ("default_stack" in notes[0]) == (hardware == "h100_sxm")
-    # any stated overlap, or a stack (the defaults named), silences it
-    for eff in ({"stack": "default"}, {"stack": "megatron-core"}, {"tp_overlap": 0.0}, {"dp_overlap": 0.9}):
+    # a stack (the defaults named), or all four overlaps written, silences it
+    for eff in ({"stack": "default"}, {"stack": "megatron-core"}, {"tp_overlap": 0.0, "dp_overlap": 0.0,
+                                                                   "pp_overlap": 0.0, "param_gather_overlap": 0.0}):
         spec = plan_from_document({**BARE, "efficiency": eff})
         assert overlap_defaults_caveat(spec) == [] and not any("communication overlap" in n for n in plan_caveats(spec))
+    # some written: the caveat is about the others, read the other way, when that matters
+    for hardware, other_stack in (("h100_sxm", "default"), ("a100_sxm_80gb", "megatron-core")):
+        part = plan_from_document({**BARE, "hardware": hardware, "efficiency": {"dp_overlap": 0.8}})
+        other_spec = plan_from_document({**BARE, "hardware": hardware,
+                                         "efficiency": {"stack": other_stack, "dp_overlap": 0.8}})
+        base, other = _step(part), _step(other_spec)
+        notes = overlap_defaults_caveat(part)
+        assert bool(notes) == (abs(other / base - 1) > OVERLAP_SENSITIVITY) and notes
+        assert "the overlaps it does not write (tp_overlap, pp_overlap, param_gather_overlap)" in notes[0]
+        assert f"{other:.3g} s against {base:.3g} s ({100 * (other / base - 1):+.0f} %)" in notes[0]
     # a plan with only data parallelism and no ZeRO gather: the stacks agree, nothing to say
     small = plan_from_document({"workload": "llama3_8b", "hardware": "h100_sxm", "tp": 1, "pp": 1, "dp": 8,
                                 "global_batch": 64, "zero_stage": 0})
@@ -109,8 +124,9 @@ def test_the_accuracy_page_numbers_for_overlaps_left_at_their_defaults():
     core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
     with_, without = [], []
     for run in runs_from_cases(CASES / "gpu_training_runs.toml", role="holdout"):
-        if any(getattr(run.spec.efficiency, k) != v for k, v in core.items()):
-            continue
+        if not set(core) <= run.spec.efficiency_keys or any(getattr(run.spec.efficiency, k) != v
+                                                            for k, v in core.items()):
+            continue  # not all four stated (a stack named states them), or not megatron-core's
         bare = dataclasses.replace(run.spec, efficiency=dataclasses.replace(
             run.spec.efficiency, tp_overlap=0.0, pp_overlap=0.0, param_gather_overlap=0.0))
         a, b = predict(run), predict(dataclasses.replace(run, spec=bare))
@@ -136,7 +152,7 @@ def test_validate_flags_a_case_that_states_no_overlap(tmp_path):
     bare = tmp_path / "bare.toml"
     bare.write_text(case)
     row = validate_cases(bare).rows[0]
-    assert "states no communication overlap" in row.note
+    assert "names no software stack" in row.note
     named = tmp_path / "named.toml"
     named.write_text(case.replace("[case.expect]", '[case.efficiency]\nstack = "megatron-core"\n[case.expect]'))
     assert "communication overlap" not in validate_cases(named).rows[0].note
