@@ -955,3 +955,9 @@ def test_a_named_stack_is_shown_and_plan_stack_holds_it_for_every_candidate(caps
     assert "stack" not in old["efficiency"] and any(n.startswith("communication overlap:") for n in old["caveats"])
     assert old["plans"][0]["step_time_s"] > run_json(capsys, *ampere, "--stack", "megatron-core")["plans"][0][
         "step_time_s"]
+    # --stack replaces every overlap of the file, its stack's included: --stack default over a
+    # megatron-core plan file is the library's defaults
+    default = run_json(capsys, "plan", str(plan), "--top", "1", "--stack", "default")
+    assert {k: default["efficiency"][k] for k in tr.STACK_OVERLAPS} == {
+        k: getattr(tr.Efficiency(), k) for k in tr.STACK_OVERLAPS}
+    assert default["plans"][0]["step_time_s"] > r["step_time_s"]

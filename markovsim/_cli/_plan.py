@@ -90,7 +90,7 @@ def _inputs(args):
     stack = spec.stack if spec is not None else ""
     if args.stack is not None:
         overlaps = tr.SOFTWARE_STACKS[args.stack]["overlaps"]
-        efficiency = dataclasses.replace(efficiency, **overlaps)
+        efficiency = efficiency.with_stack(args.stack)  # every overlap a stack sets, the file's too
         written, stack = written | set(overlaps) | {"stack"}, args.stack
     if not stack:
         # no stack named: the overlaps not written are the hardware's default_stack's (again,
