@@ -178,6 +178,17 @@ class Hardware:
                 "level must be unbounded (0), the scale-out network")
         return self
 
+    def efficiency(self, given: "Efficiency | None" = None) -> "Efficiency":
+        """``given``, else this hardware's :attr:`default_stack` overlaps over the library's
+        defaults: what the training functions use when no efficiency is passed, the same a
+        plan file on this hardware gets when its ``[efficiency]`` is empty.
+
+        >>> from markovsim.training import load_hardware
+        >>> load_hardware("h100_sxm").efficiency().tp_overlap
+        0.8
+        """
+        return Efficiency.for_stack(self.default_stack) if given is None else given
+
     @property
     def node_size(self) -> int:
         """Accelerators in the innermost level's domain (a server or a rack)."""

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from .._errors import InvalidParameterError
-from ._hardware import Efficiency, Hardware
+from ._hardware import Hardware
 from ._memory import state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, gemm_precision, gemm_seconds
 from ._plan import Plan, validate_plan
@@ -47,7 +47,7 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     >>> m.fits, round(m.total / 2**30, 1) == round(m.weights / 2**30 + m.gradients / 2**30 + m.optimizer / 2**30 + m.activations / 2**30, 1)
     (True, True)
     """
-    eff = Efficiency() if efficiency is None else efficiency
+    eff = hardware.efficiency(efficiency)
     plan = validate_plan(workload, plan)
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0, workload, hardware).items()}

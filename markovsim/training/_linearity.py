@@ -193,7 +193,7 @@ class ScalingCurve:
 
 def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Sequence[int], *,
                   batch: BatchRule | None = None, scaling: Scaling | None = None,
-                  efficiency: Efficiency = Efficiency(), jitter_cv: float = 0.0,
+                  efficiency: Efficiency | None = None, jitter_cv: float = 0.0,
                   slow: SlowNodes | None = None, ranks_per_node: int = 8,
                   goodput: float | Callable = 1.0,
                   plan_changes: Mapping[int, Mapping] | None = None, require_fit: bool = True) -> ScalingCurve:
@@ -211,7 +211,8 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
         scaling: legacy spelling instead of ``batch``: ``FIXED_GLOBAL_BATCH`` holds the
             plan's global batch at every size; ``FIXED_REPLICA_BATCH`` gives the baseline the
             plan's global batch and holds its per-replica batch from there.
-        efficiency: overlaps and usable memory.
+        efficiency: overlaps and usable memory (``None``: the hardware's,
+            :meth:`Hardware.efficiency`).
         jitter_cv: per-rank step-time jitter (coefficient of variation), for
             :func:`straggler_delay` over all cards.
         slow: the healthy/slow process of a node, or ``None``.
@@ -300,7 +301,7 @@ class LinearityBand:
 
 
 def linearity_band(workload: Workload, hardware: Hardware, plan: Plan, base_cards: int, cards: int, *,
-                   batches: Sequence[BatchRule], efficiency: Efficiency = Efficiency(),
+                   batches: Sequence[BatchRule], efficiency: Efficiency | None = None,
                    jitter_cv: float = 0.0, plan_changes: Mapping[int, Mapping] | None = None,
                    skip_infeasible: bool = True, require_fit: bool = True) -> LinearityBand:
     """Linearity at ``cards`` against ``base_cards`` for each batch rule in ``batches`` (an

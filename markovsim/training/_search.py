@@ -194,15 +194,17 @@ def candidate_plans(workload: Workload, cards: int, *, global_batch: int, max_tp
 
 
 def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_batch: int,
-                 efficiency: Efficiency = Efficiency(), max_tp: int = 8, max_pp: int = 64,
+                 efficiency: Efficiency | None = None, max_tp: int = 8, max_pp: int = 64,
                  numerics: Plan | None = None) -> SearchResult:
     """The fastest valid plan for ``workload`` on ``cards`` accelerators under the HBM
     limit, at ``global_batch`` sequences per step, with the precision and formats of
-    ``numerics`` (:func:`candidate_plans`); the plan returned carries them.
+    ``numerics`` (:func:`candidate_plans`); the plan returned carries them. ``efficiency``
+    ``None``: the hardware's (:meth:`Hardware.efficiency`).
 
     Raises:
         InvalidParameterError: when no candidate is valid and fits in memory.
     """
+    efficiency = hardware.efficiency(efficiency)
     plans, ok = candidate_plans(workload, cards, global_batch=global_batch, max_tp=max_tp, max_pp=max_pp,
                                 numerics=numerics)
     out = evaluate_plans(workload, hardware, plans, efficiency=efficiency)

@@ -184,8 +184,9 @@ class StepBreakdown:
              "grad_norm", "sync", "overhead", "data_loading", "straggler", "offload_exposed")
 
 
-def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficiency = Efficiency()) -> dict:
-    """The scalars the vectorised kernel needs (host-side, concrete).
+def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficiency | None = None) -> dict:
+    """The scalars the vectorised kernel needs (host-side, concrete); ``efficiency`` ``None``:
+    the hardware's (:meth:`Hardware.efficiency`).
 
     Raises:
         InvalidParameterError: the hardware has no fitted kernel model and the efficiency
@@ -193,7 +194,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
     """
     w = workload.validate()
     hardware.validate()
-    efficiency.validate()
+    efficiency = hardware.efficiency(efficiency).validate()
     legacy = efficiency.compute is not None
     if hardware.kernels is None and not legacy:
         raise InvalidParameterError(
@@ -587,7 +588,7 @@ def _as_jax(c: dict) -> dict:
 
 
 def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
-              efficiency: Efficiency = Efficiency(), straggler_s: float = 0.0,
+              efficiency: Efficiency | None = None, straggler_s: float = 0.0,
               world_size: int | None = None) -> StepBreakdown:
     """Time one training step of ``workload`` on ``hardware`` with ``plan``.
 
@@ -595,7 +596,9 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
         workload: the model.
         hardware: accelerator, link hierarchy and fitted kernel model.
         plan: the parallel plan (validated here; errors name the violated constraint).
-        efficiency: overlaps and usable memory (see :class:`Efficiency`).
+        efficiency: overlaps and usable memory (see :class:`Efficiency`); ``None``: the
+            hardware's :attr:`~Hardware.default_stack` overlaps over the library's defaults
+            (:meth:`Hardware.efficiency`), as a plan file that states none gets.
         straggler_s: expected straggler delay per step, seconds.
         world_size: if given, the plan must tile it exactly.
 
@@ -639,7 +642,7 @@ _CORE = ("step_time", "compute", "bubble", "tp_exposed", "ep_exposed", "pp_expos
 
 
 def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
-                   efficiency: Efficiency = Efficiency()) -> dict:
+                   efficiency: Efficiency | None = None) -> dict:
     """Evaluate many plans in one vectorised pass.
 
     Args:

@@ -223,3 +223,27 @@ def test_the_presets_name_the_stack_a_silent_plan_gets():
     doc = tomllib.loads((ROOT / "models" / "hardware" / "h100_sxm.toml").read_text())
     with pytest.raises(SpecError, match=r"default_stack='nemo'.*'default', 'megatron-core', 'megatron-lm-2021'"):
         hardware_from_document({**doc, "default_stack": "nemo"})
+
+
+def test_python_without_an_efficiency_answers_what_a_bare_plan_file_does():
+    """step_time, evaluate_plans, search_plans and scaling_curve without an efficiency use
+    the hardware's default_stack (Hardware.efficiency), the same a plan file with no
+    [efficiency] gets: megatron-core's overlaps on the H100, the library's defaults on the
+    A100; an Efficiency passed is used as given."""
+    from markovsim.training import FixedGlobalBatch, scaling_curve, search_plans
+
+    for hardware, stack in (("h100_sxm", "megatron-core"), ("a100_sxm_80gb", "default")):
+        spec = plan_from_document({**BARE, "hardware": hardware})
+        w, hw, plan = spec.workload, spec.hardware, spec.plan
+        assert hw.efficiency() == Efficiency.for_stack(stack) == spec.efficiency
+        assert step_time(w, hw, plan) == step_time(w, hw, plan, efficiency=spec.efficiency)
+        curve = scaling_curve(w, hw, plan, [64, 128], batch=FixedGlobalBatch(128), require_fit=False)
+        assert list(curve.linearity) == list(scaling_curve(w, hw, plan, [64, 128], batch=FixedGlobalBatch(128),
+                                                           efficiency=Efficiency.for_stack(stack),
+                                                           require_fit=False).linearity)
+        found = search_plans(w, hw, 64, global_batch=128, max_pp=4)
+        assert found.breakdown == search_plans(w, hw, 64, global_batch=128, max_pp=4,
+                                               efficiency=Efficiency.for_stack(stack)).breakdown
+    h100 = plan_from_document(BARE)
+    given = step_time(h100.workload, h100.hardware, h100.plan, efficiency=Efficiency())
+    assert given.step_time > step_time(h100.workload, h100.hardware, h100.plan).step_time
