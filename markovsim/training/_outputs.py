@@ -40,7 +40,7 @@ from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
-from ._hardware import STACK_OVERLAPS
+from ._hardware import STACK_OVERLAPS, Efficiency
 from ._step import StepBreakdown, step_time
 from ._workload import Workload
 
@@ -236,16 +236,23 @@ def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[s
     then its hardware's ``default_stack``'s), and the other reading of those, the
     ``megatron-core`` stack's (the library's defaults where the hardware's stack is
     ``megatron-core``), would change its step by more than :data:`OVERLAP_SENSITIVITY`; else
-    ``[]``. ``base``: the plan's own step time, when the caller has it (else computed here)."""
-    unwritten = [k for k in STACK_OVERLAPS if k not in spec.efficiency_keys]
-    if spec.stack or not unwritten:
+    ``[]``. ``base``: the plan's own step time, when the caller has it (else computed here).
+    An overlap missing from the keys but not at the stack's value (a ``PlanSpec`` built in
+    Python with an :class:`Efficiency` of its own) counts as stated."""
+    if spec.stack:
         return []
     applied = spec.applied_stack
+    stack_values = Efficiency.for_stack(applied)
+    unwritten = [k for k in STACK_OVERLAPS
+                 if k not in spec.efficiency_keys and getattr(spec.efficiency, k) == getattr(stack_values, k)]
+    if not unwritten:
+        return []
     other_stack = "default" if applied == "megatron-core" else "megatron-core"
     if base is None:
         base = step_time(spec.workload, spec.hardware, spec.plan, efficiency=spec.efficiency).step_time
+    stated = set(STACK_OVERLAPS) - set(unwritten)
     other = step_time(spec.workload, spec.hardware, spec.plan,
-                      efficiency=spec.efficiency.with_stack(other_stack, spec.efficiency_keys)).step_time
+                      efficiency=spec.efficiency.with_stack(other_stack, stated)).step_time
     change = other / base - 1
     if abs(change) <= OVERLAP_SENSITIVITY:
         return []

@@ -247,3 +247,22 @@ def test_python_without_an_efficiency_answers_what_a_bare_plan_file_does():
     h100 = plan_from_document(BARE)
     given = step_time(h100.workload, h100.hardware, h100.plan, efficiency=Efficiency())
     assert given.step_time > step_time(h100.workload, h100.hardware, h100.plan).step_time
+
+
+def test_a_python_plan_spec_with_its_own_overlaps_is_not_said_to_take_the_stacks():
+    """A PlanSpec built in Python writes no keys; an overlap whose value is not the
+    hardware's stack's is its own, and the caveat neither names it as taken from the stack
+    nor reads it the other way."""
+    from markovsim.training._spec import PlanSpec
+
+    doc = plan_from_document(BARE)
+    own = Efficiency(tp_overlap=0.8, pp_overlap=0.5, dp_overlap=0.9, param_gather_overlap=0.0)
+    spec = PlanSpec("own", doc.workload, doc.hardware, doc.plan, own)
+    notes = overlap_defaults_caveat(spec)
+    other = _step(dataclasses.replace(spec, efficiency=dataclasses.replace(own, tp_overlap=0.0, pp_overlap=0.0)))
+    assert len(notes) == 1 and "the overlaps it does not write (tp_overlap, pp_overlap, dp_overlap)" in notes[0]
+    assert f"{other:.3g} s against {_step(spec):.3g} s" in notes[0]
+    # all four its own: nothing to say; the stack's own values: the plan-file reading
+    assert overlap_defaults_caveat(PlanSpec("own", doc.workload, doc.hardware, doc.plan, Efficiency())) == []
+    assert overlap_defaults_caveat(PlanSpec("same", doc.workload, doc.hardware, doc.plan, doc.efficiency)) == \
+        overlap_defaults_caveat(doc)
