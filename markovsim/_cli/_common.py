@@ -171,16 +171,20 @@ def add_common(p: argparse.ArgumentParser, *, sets: bool = True, plot: bool = Tr
 
 
 def efficiency_items(efficiency, overlaps: dict, written, stack: str = "",
-                     stack_is_default: bool = False) -> list[tuple[str, object, bool]]:
+                     default_stack: str = "default") -> list[tuple[str, object, bool]]:
     """``(key, value, is_default)`` of the [efficiency] values to show: the overlaps named in
     ``overlaps`` whose flag is true (the communication a plan has), the usable memory, and
     every override or extra cost that differs from its default, so the assumptions behind the
     numbers are on the screen. A value is the default when it is not among ``written`` (the
     keys a plan file set, a stack's among them: ``PlanSpec.efficiency_keys``). A ``stack``
-    comes first: named by the plan, or (``stack_is_default``) the hardware's default_stack
-    that gives a plan naming none the overlaps it does not write."""
-    from ..training import Efficiency
+    comes first: the one the plan names or, when it names none, the hardware's
+    ``default_stack`` where that gives an overlap the plan uses and does not write (shown
+    among the defaults)."""
+    from ..training import SOFTWARE_STACKS, Efficiency
 
+    supplies = set(SOFTWARE_STACKS[default_stack]["overlaps"]) & {k for k, on in overlaps.items() if on} - written
+    stack_is_default = not stack and bool(supplies)
+    stack = stack or (default_stack if stack_is_default else "")
     base = Efficiency()
     shown = [k for k, on in overlaps.items() if on] + ["usable_memory"]
     shown += [k for k in ("compute", "bandwidth", "data_loading_s", "comm_sm_fraction")

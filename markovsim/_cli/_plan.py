@@ -220,12 +220,9 @@ def _efficiency_held(efficiency, workload, hardware, held) -> list[tuple[str, ob
     which the search does not propose), the usable memory and any override; first the stack
     named, or the hardware's default_stack where it gives an overlap not written."""
     moe = workload.moe is not None
-    written, stack = held
-    if not stack and set(tr.SOFTWARE_STACKS[hardware.default_stack]["overlaps"]) - written:
-        stack = hardware.default_stack
     return c.efficiency_items(efficiency, {"tp_overlap": True, "ep_overlap": moe, "ep_pair_overlap": moe,
                                            "pp_overlap": True, "dp_overlap": True, "param_gather_overlap": True},
-                            written=written, stack=stack, stack_is_default=stack != held[1])
+                            written=held[0], stack=held[1], default_stack=hardware.default_stack)
 
 
 def _kernel_caveat(workload, hardware, efficiency, plans: dict, i: int, kernel, step_s: float) -> list[str]:

@@ -218,19 +218,8 @@ def _efficiency_used(spec) -> list[tuple[str, object, bool]]:
         "ep_pair_overlap": moe and pairs,
         "pp_overlap": p.pp > 1, "dp_overlap": p.dp * p.cp > 1,
         "param_gather_overlap": p.zero_stage in (1, 2) and p.dp * p.cp > 1, "replica_overlap": p.zero_shard_group > 0}
-    return c.efficiency_items(spec.efficiency, used, written=spec.efficiency_keys,
-                              **_stack_shown(spec, {k for k, on in used.items() if on}))
-
-
-def _stack_shown(spec, used) -> dict:
-    """The stack the efficiency line names: the plan's, or the hardware's default_stack that
-    gives the plan an overlap it uses and does not write (shown among the defaults; nothing
-    for the library's)."""
-    if spec.stack:
-        return {"stack": spec.stack}
-    applied = spec.applied_stack
-    supplied = set(tr.SOFTWARE_STACKS[applied]["overlaps"]) & used - spec.efficiency_keys
-    return {"stack": applied, "stack_is_default": True} if supplied else {}
+    return c.efficiency_items(spec.efficiency, used, written=spec.efficiency_keys, stack=spec.stack,
+                              default_stack=spec.hardware.default_stack)
 
 
 def _plan_info(plan) -> dict:
