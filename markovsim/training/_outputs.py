@@ -40,7 +40,7 @@ from ._pipeline import Schedule
 from ._plan import AttentionKernel, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
-from ._hardware import STACK_OVERLAPS, Efficiency
+from ._hardware import SOFTWARE_STACKS, STACK_OVERLAPS, Efficiency
 from ._step import StepBreakdown, step_time
 from ._workload import Workload
 
@@ -159,6 +159,18 @@ _STACK_WORDS = {
     "megatron-lm-2021": "the overlaps of Megatron-LM as of 2021 (nothing hidden: stack = \"megatron-lm-2021\")",
 }
 
+
+def _other_reading_words(stack: str) -> str:
+    """The other reading of a plan's unwritten overlaps, in words. Megatron-core's is offered
+    on every hardware whose default_stack is the library's (A100, MI300X, TPU, Ascend), so it
+    is said as what it hides, with its values, not as the assumption of the NVIDIA fit runs:
+    on a TPU or an Ascend plan it stands for any stack that hides those transfers as much."""
+    if stack != "megatron-core":
+        return _STACK_WORDS[stack]
+    values = ", ".join(f"{k} {v:g}" for k, v in SOFTWARE_STACKS[stack]["overlaps"].items())
+    return ("overlaps that hide most tensor-parallel, pipeline and ZeRO parameter-gather transfers, as NVIDIA's "
+            f"Megatron-core software does (stack = \"megatron-core\": {values})")
+
 #: the step-time change (relative) beyond which OVERLAP_DEFAULTS_CAVEAT is said
 OVERLAP_SENSITIVITY = 0.02
 
@@ -260,7 +272,7 @@ def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[s
                 f"the overlaps it does not write ({', '.join(unwritten)})")
     applied_words = _STACK_WORDS[applied] + (f", {spec.hardware.name}'s default_stack" if applied != "default" else "")
     return [OVERLAP_DEFAULTS_CAVEAT.format(unstated=unstated, applied=applied_words,
-                                           other_stack=_STACK_WORDS[other_stack], base=base, other=other,
+                                           other_stack=_other_reading_words(other_stack), base=base, other=other,
                                            change=100 * change)]
 
 

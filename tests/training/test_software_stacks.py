@@ -105,6 +105,21 @@ def test_the_caveat_is_said_when_no_overlap_is_stated_and_it_matters():
     assert OVERLAP_SENSITIVITY == 0.02
 
 
+def test_on_hardware_off_the_nvidia_stack_the_other_reading_is_said_as_what_it_hides():
+    """On a TPU (default_stack the library's) Megatron-core's overlaps are the other reading:
+    said with their values, as a stack that hides that much, not as the assumption behind the
+    NVIDIA fit runs, which a TPU plan has nothing to do with; on an H100 the applied reading
+    keeps that provenance."""
+    core = SOFTWARE_STACKS["megatron-core"]["overlaps"]
+    tpu = plan_from_document({**BARE, "hardware": "tpu_v5p"})
+    notes = overlap_defaults_caveat(tpu)
+    assert len(notes) == 1
+    assert "Hopper and Blackwell" not in notes[0] and "fitted" not in notes[0]
+    assert all(f"{k} {v:g}" in notes[0] for k, v in core.items())
+    h100 = overlap_defaults_caveat(plan_from_document(BARE))
+    assert len(h100) == 1 and "Hopper and Blackwell presets were fitted" in h100[0]
+
+
 def test_the_nvidia_cases_state_the_megatron_core_overlaps_unless_their_recipe_says_otherwise():
     """The stack's values are those the NeMo, Megatron-Bridge and DGXC cases assume; the
     count of cases whose recipe says otherwise is the one SOFTWARE_STACKS quotes."""
