@@ -783,7 +783,7 @@ def test_plan_holds_the_plan_files_numerics(capsys):
     assert got["numerics"] == {"precision": "fp8", "fp8_params": False, "attention_kernel": "flash",
                                "grad_reduce": "bf16", "optimizer_moments": "fp32", "ep_dispatch": "per-expert",
                                "expert_routing": "random", "ep_dispatch_precision": "bf16",
-                               "combined_1f1b": False, "fp8_recipe": "delayed"}
+                               "combined_1f1b": False, "fp8_recipe": "delayed", "elementwise": "fused"}
     mine = spec.plan.replace(virtual_stages=4)  # the file's v = 5 is not a searched depth; 4 is
     want = tr.step_time(spec.workload, spec.hardware, mine, efficiency=spec.efficiency).step_time
     same = [r for r in got["plans"] if (r["virtual_stages"], r["micro_batch"], r["zero_stage"], r["schedule"],

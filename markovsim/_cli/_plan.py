@@ -110,7 +110,9 @@ def _numerics_text(numerics, workload_moe=None) -> str:
     fp8 = tr.Precision(n['precision']) is tr.Precision.FP8
     return (f"{tr.Precision(n['precision']).value} GEMMs" + (" with FP8 weights" if n["fp8_params"] else "")
             + (f" ({tr.FP8Recipe(n['fp8_recipe']).value} scaling)" if fp8 else "")
-            + f", {tr.AttentionKernel(n['attention_kernel']).value} attention, gradients reduced in "
+            + f", {tr.AttentionKernel(n['attention_kernel']).value} attention"
+            + (", eager element-wise operators" if tr.Elementwise(n['elementwise']) is tr.Elementwise.EAGER else "")
+            + ", gradients reduced in "
             f"{tr.Precision(n['grad_reduce']).value}, Adam moments in {tr.Precision(n['optimizer_moments']).value}"
             + ("" if workload_moe is None else
                f", {tr.EPDispatch(n['ep_dispatch']).value} expert dispatch in "

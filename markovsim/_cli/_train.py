@@ -120,6 +120,7 @@ def run(args) -> int:
           + (f" ({plan.recompute_layers} layers per chunk)" if plan.recompute_layers else "")
           + (f" ({', '.join(plan.recompute_modules)})" if plan.recompute_modules else "")
           + (f"; Adam moments {plan.optimizer_moments.value}" if plan.optimizer_moments.value != "fp32" else "")
+          + ("; eager element-wise operators" if plan.elementwise.value == "eager" else "")
           + (("; fp8 GEMMs" + (" with FP8 weights" if plan.fp8_params else "") + f", {plan.fp8_recipe.value} scaling")
              if plan.precision.value == "fp8" else "")
           + (f"; expert dispatch {plan.ep_dispatch.value} in {plan.ep_dispatch_precision.value}"
@@ -231,6 +232,7 @@ def _plan_info(plan) -> dict:
             "recompute_modules": list(plan.recompute_modules), "optimizer_moments": plan.optimizer_moments.value,
             "precision": plan.precision.value, "fp8_params": bool(plan.fp8_params), "cards": plan.world_size,
             "grad_reduce": plan.grad_reduce.value, "attention_kernel": plan.attention_kernel.value,
+            "elementwise": plan.elementwise.value,
             "expert_tp": plan.expert_tp, "ep_dispatch": plan.ep_dispatch.value,
             "expert_routing": plan.expert_routing.value, "ep_dispatch_precision": plan.ep_dispatch_precision.value,
             "combined_1f1b": bool(plan.combined_1f1b), "fp8_recipe": plan.fp8_recipe.value}

@@ -14,7 +14,8 @@ import numpy as np
 from .._errors import InvalidParameterError
 from ._hardware import Hardware
 from ._memory import state_bytes
-from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, gemm_precision, gemm_seconds
+from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, eager_bytes, gemm_precision, \
+    gemm_seconds
 from ._plan import Plan, validate_plan
 from ._step import _plan_arrays, activation_bytes, kernel_constants, recompute_split, stage_shares
 from ._workload import Workload
@@ -123,7 +124,11 @@ def operator_table(workload: Workload, hardware: Hardware, plan: Plan) -> tuple[
             if part:
                 fwd, bwd = (sum(x) for x in zip(*part))
                 rows.append(Operator(f"fp8_casts_{label}", "elementwise", None, 1.0, 0.0, fwd / bw, bwd / bw))
-    for name, where, by in (("norms_residuals_dropout", "attn", common), ("activation", "dense", dense_b),
+    # under elementwise = "eager" the rotary embedding, GQA's key/value repeat and the
+    # attention output's copy get a row of their own (their bytes are in common)
+    eager_attn = float(eager_bytes(c, q, np)[0])
+    for name, where, by in (("norms_residuals_dropout", "attn", common - eager_attn),
+                            ("eager_rotary_repeat_copy", "attn", eager_attn), ("activation", "dense", dense_b),
                             ("moe_permute_activation", "moe", moe_b), ("cross_entropy", "logit", logit_b / 3.0)):
         if float(by) > 0 and not (where == "moe" and workload.moe is None):
             rows.append(Operator(name, "elementwise", None, 1.0, 0.0, float(by) / bw, 2.0 * float(by) / bw))

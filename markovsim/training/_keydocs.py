@@ -104,6 +104,10 @@ KEY_DOCS = {
         "layer_split": "how layers are cut into pipeline chunks",
         "attention_kernel": ("fused attention (flash: FlashAttention-2 or later; flash1: FlashAttention v1 or its "
                              "Triton port, at half the speed) or unfused"),
+        "elementwise": ("how the memory-bound operators run: fused (one kernel each: Megatron-core, Transformer "
+                        "Engine, torch.compile) or eager (PyTorch eager mode with the block written from primitive "
+                        "operators, as torchtitan without torch.compile: RMSNorm in FP32 steps, complex rotary, "
+                        "SwiGLU in two kernels, GQA's key/value repeat and the attention output's layout copy)"),
         "precision": "number format of the GEMMs (fp8: FP8 GEMMs)",
         "grad_reduce": "number format of the gradient reduction",
         "ep_dispatch": ("what the expert all-to-all moves per token: per-expert (one copy per routed expert, "

@@ -69,7 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import (ATTENTION_CODES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision,
+from ._plan import (ATTENTION_CODES, EAGER_BYTES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision,
                     fused_attention, validate_plan)
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
 
@@ -216,18 +216,52 @@ def _attention_core(c, q, xp):
     return fwd, bwd
 
 
+def norm_bytes(c, q, xp):
+    """Forward bytes of one norm per element: 4 fused (read and write BF16), an eager RMSNorm's
+    :data:`~markovsim.training._plan.EAGER_BYTES` on a SwiGLU workload with ``elementwise =
+    "eager"``."""
+    eager_norm = (q["eager"] > 0) & (c["gate"] > 1)
+    return xp.where(eager_norm, EAGER_BYTES["rmsnorm"], 4.0)
+
+
+def eager_bytes(c, q, xp):
+    """Forward bytes an eager PyTorch block moves beyond the fused count (zero for
+    ``elementwise = "fused"``): ``(attention part, dense FFN, MoE FFN)`` of one layer on one
+    rank, from :data:`~markovsim.training._plan.EAGER_BYTES`. The norms' share is in
+    :func:`norm_bytes`. A SwiGLU workload (RMSNorm, rotary positions) adds the rotary
+    embedding of the queries and keys (the rotary dimensions alone under MLA), GQA's key and
+    value repeat and the attention output's layout copy, and runs its activation in two
+    kernels; a GELU workload adds the layout copy alone."""
+    eager = q["eager"] > 0
+    llama = c["gate"] > 1
+    t, cp, b = q["tp"], q["cp"], q["mb"]
+    T = b * c["seq"] / cp
+    nq, nkv, dqk, dv, mla = c["heads"], c["kv_heads"], c["d_qk"], c["d_v"], c["mla"]
+    rotary = xp.where(mla > 0, (nq / t + 1.0) * c["d_rope"], (nq + nkv) * dqk / t)
+    repeat = xp.where((mla == 0) & (nkv < nq), EAGER_BYTES["kv_repeat"] * (nkv + nq) * (dqk + dv) / t, 0.0)
+    attn = T * (EAGER_BYTES["attention_out"] * nq * dv / t
+                + xp.where(llama, EAGER_BYTES["rotary"] * rotary + repeat, 0.0))
+    act = xp.where(llama, EAGER_BYTES["swiglu"] - c["act_bytes"], 0.0)
+    dense = T * act * c["ffn"] / t
+    moe = T / t * act * c["expert_ffn"] * (c["top_k"] + c["shared"])
+    return xp.where(eager, attn, 0.0), xp.where(eager, dense, 0.0), xp.where(eager, moe, 0.0)
+
+
 def _elementwise_bytes(c, q, xp):
     """Forward bytes of the memory-bound operators of one layer: ``(common, dense_ffn,
-    moe_ffn)`` and of the cross-entropy on the last stage."""
+    moe_ffn)`` and of the cross-entropy on the last stage (with :func:`eager_bytes` for
+    ``elementwise = "eager"``)."""
     t, cp, b = q["tp"], q["cp"], q["mb"]
     h = c["hidden"]
     T = b * c["seq"] / cp
     Te = xp.where(q["sp"] > 0, T / t, T)
-    common = Te * h * (8.0 + 12.0 + 4.0 * c["dropout"])
-    dense = T * c["act_bytes"] * c["ffn"] / t
+    eager_attn, eager_dense, eager_moe = eager_bytes(c, q, xp)
+    common = Te * h * (2.0 * norm_bytes(c, q, xp) + 12.0 + 4.0 * c["dropout"]) + eager_attn
+    dense = T * c["act_bytes"] * c["ffn"] / t + eager_dense
     Tm = T / t
     k = c["top_k"]
-    moe = Tm * k * (8.0 * h + c["act_bytes"] * c["expert_ffn"]) + Tm * c["act_bytes"] * c["expert_ffn"] * c["shared"]
+    moe = (Tm * k * (8.0 * h + c["act_bytes"] * c["expert_ffn"]) + Tm * c["act_bytes"] * c["expert_ffn"] * c["shared"]
+           + eager_moe)
     logits = T * 16.0 * c["vocab"] / t
     return common, dense, moe, logits
 
@@ -288,7 +322,7 @@ def layer_times(c, q, xp):
     norm_tokens = xp.where(q["sp"] > 0, tokens / t_, tokens)
     act = tokens / t_ * c["top_k"] * c["act_bytes"] * c["expert_ffn"] / bw
     sel_attn = (q["rm_core"] * core_f + q["rm_mla"] * module["rm_mla"]
-                + q["rm_ln"] * 8.0 * norm_tokens * c["hidden"] / bw)
+                + q["rm_ln"] * 2.0 * norm_bytes(c, q, xp) * norm_tokens * c["hidden"] / bw)
     sel_dense = q["rm_mlp"] * dense_f
     sel_moe = xp.where(q["rm_moe"] > 0, moe_f, q["rm_act"] * act + q["rm_shared"] * module["rm_shared"])
     extra_attn = xp.select([selective, rec == _REC[Recompute.FULL], per_op],

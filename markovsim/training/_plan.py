@@ -17,7 +17,7 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision",
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Elementwise", "EAGER_BYTES", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision",
            "RECOMPUTE_MODULES", "EPDispatch", "ExpertRouting", "FP8Recipe", "validate_plan"]
 
 
@@ -33,6 +33,38 @@ class AttentionKernel(enum.Enum):
     FLASH = "flash"
     UNFUSED = "unfused"
     FLASH1 = "flash1"
+
+
+class Elementwise(enum.Enum):
+    """How the memory-bound operators of a layer run. ``fused``: one kernel each (a norm,
+    the activation, a residual add), as Megatron-core and Transformer Engine, torch.compile
+    and fused Triton or CUDA kernels run them. ``eager``: PyTorch's eager mode with the block
+    written from primitive operators, as torchtitan without torch.compile and Hugging Face
+    transformers write a Llama block: each operator reads and writes its tensor in HBM (the
+    bytes are :data:`EAGER_BYTES`). The extra bytes are those of a SwiGLU workload (taken to
+    have RMSNorm and rotary positions, as every SwiGLU preset has); a GELU workload
+    (LayerNorm, one kernel in eager mode too) gains only the attention output's layout copy."""
+
+    FUSED = "fused"
+    EAGER = "eager"
+
+
+#: Bytes an eager PyTorch Llama block moves per element, forward, beyond the fused count
+#: (bf16 tensors 2 bytes, their FP32 copies 4), counted from torchtitan's model (models/
+#: norms.py RMSNorm, models/llama/model.py apply_rotary_emb, repeat_kv, Attention and
+#: FeedForward; the same operators as Hugging Face's LlamaRMSNorm): ``rmsnorm`` 36 a norm
+#: (x.float() 2+4, pow 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2) against the
+#: fused kernel's 4; ``rotary`` 20 per query and key element (float() 2+4, the complex
+#: product 4+4, type_as 4+2; no fused count); ``kv_repeat`` per key and value element of the
+#: repeated heads, 2 read per key/value head element and 2 written per query head element
+#: (repeat_kv's expand and reshape copy, only with fewer key/value heads than query heads);
+#: ``attention_out`` 4 per attention output element (transpose(1, 2).contiguous()); ``swiglu``
+#: 10 per FFN element (silu 2+2, the product 2+2+2) against the fused 6. Backward moves twice
+#: the forward bytes, as for every memory-bound operator.
+EAGER_BYTES = {"rmsnorm": 36.0, "rotary": 20.0, "kv_repeat": 2.0, "attention_out": 4.0, "swiglu": 10.0}
+
+#: the element-wise codes of the plan arrays (``eager``): fused 0, eager 1
+ELEMENTWISE_CODES = {e: i for i, e in enumerate(Elementwise)}
 
 
 #: Speed of a first-generation fused attention kernel (``flash1``) relative to the preset's
@@ -134,7 +166,8 @@ class Plan:
     """A parallel plan and the software choices of the run. ``global_batch`` and
     ``micro_batch`` count sequences.
 
-    ``attention_kernel``: :class:`AttentionKernel`; ``precision``: GEMM number format
+    ``attention_kernel``: :class:`AttentionKernel`; ``elementwise``: :class:`Elementwise`
+    (fused kernels, or PyTorch's eager operators); ``precision``: GEMM number format
     (``fp8`` runs GEMMs at the hardware's FP8 rate); ``ep_dispatch_precision``: the number
     format of what the expert all-to-all moves toward the experts (the forward dispatch and
     the backward's activation gradients before the down-projection), ``bf16`` (default:
@@ -210,6 +243,7 @@ class Plan:
     combined_1f1b: bool = False
     fp8_recipe: FP8Recipe = FP8Recipe.DELAYED
     attention_kernel: AttentionKernel = AttentionKernel.FLASH
+    elementwise: Elementwise = Elementwise.FUSED
     precision: Precision = Precision.BF16
     grad_reduce: Precision = Precision.FP32
 
@@ -253,6 +287,7 @@ def _check_modules(w: Workload, modules) -> None:
 _INTEGERS = ("tp", "pp", "dp", "global_batch", "micro_batch", "virtual_stages", "ep", "cp", "expert_tp",
              "zero_stage", "zero_shard_group", "recompute_layers", "offload_layers")
 _MEMBERS = {"recompute": Recompute, "layer_split": LayerSplit, "attention_kernel": AttentionKernel,
+            "elementwise": Elementwise,
             "precision": Precision, "grad_reduce": Precision, "optimizer_moments": Precision,
             "ep_dispatch": EPDispatch, "expert_routing": ExpertRouting, "ep_dispatch_precision": Precision,
             "fp8_recipe": FP8Recipe}

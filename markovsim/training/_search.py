@@ -35,7 +35,7 @@ __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "S
 
 #: the plan fields the search holds at one value rather than exploring (its numerics)
 NUMERICS = ("precision", "fp8_params", "attention_kernel", "grad_reduce", "optimizer_moments", "ep_dispatch",
-            "expert_routing", "ep_dispatch_precision", "combined_1f1b", "fp8_recipe")
+            "expert_routing", "ep_dispatch_precision", "combined_1f1b", "fp8_recipe", "elementwise")
 
 
 def plan_numerics(plan: Plan | None) -> dict:
@@ -51,7 +51,7 @@ def _numerics_arrays(numerics: dict, shape) -> dict:
     """The kernel's arrays for the held numerics (see :func:`evaluate_plans`)."""
     values = numerics_values(**{k: numerics[k] for k in ("precision", "fp8_params", "attention_kernel", "grad_reduce",
                                                           "optimizer_moments", "ep_dispatch_precision",
-                                                          "fp8_recipe")})
+                                                          "fp8_recipe", "elementwise")})
     return dict({k: np.full(shape, v) for k, v in values.items()},
                 ep_disp=np.full(shape, DISPATCH_CODES[EPDispatch(numerics["ep_dispatch"])]),
                 ep_route=np.full(shape, ROUTING_CODES[ExpertRouting(numerics["expert_routing"])]),

@@ -24,7 +24,7 @@ from .._io import Reference, Table, base_of, label, load_with, reads_document, r
 from ._keydocs import KEY_DOCS
 from ._hardware import SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
-from ._plan import AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
+from ._plan import AttentionKernel, Elementwise, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
 
 __all__ = ["load_workload", "load_hardware", "load_plan", "PlanSpec", "workload_from_document",
@@ -262,6 +262,7 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
         optimizer_moments=_choice(t, "optimizer_moments", Precision, Precision.FP32, _WIDE),
         layer_split=_choice(t, "layer_split", LayerSplit, LayerSplit.EVEN),
         attention_kernel=_choice(t, "attention_kernel", AttentionKernel, AttentionKernel.FLASH),
+        elementwise=_choice(t, "elementwise", Elementwise, Elementwise.FUSED),
         precision=_choice(t, "precision", Precision, Precision.BF16, _GEMM),
         grad_reduce=_choice(t, "grad_reduce", Precision, Precision.FP32, _WIDE),
         ep_dispatch=_choice(t, "ep_dispatch", EPDispatch, EPDispatch.PER_EXPERT),

@@ -106,8 +106,8 @@ from ._hardware import Efficiency, Hardware, KernelModel
 from ._memory import blended_activation_bytes, in_flight, parameter_copies, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
-from ._plan import ATTENTION_CODES, AttentionKernel, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, \
-    Precision, validate_plan
+from ._plan import ATTENTION_CODES, ELEMENTWISE_CODES, AttentionKernel, Elementwise, EPDispatch, ExpertRouting, \
+    FP8Recipe, LayerSplit, Plan, Precision, validate_plan
 from ._dispatch import copies_array
 from ._workload import FlopConvention, Recompute, Workload, flops_per_token, model_flops_per_token, \
     module_recompute_flops, parameter_count
@@ -125,7 +125,7 @@ MODULE_KEYS = dict(core_attn="rm_core", mla_up_proj="rm_mla", layernorm="rm_ln",
 #: the keys of the plan arrays :func:`evaluate_plans` takes
 PLAN_KEYS = ("tp", "pp", "dp", "ep", "cp", "v", "mb", "gbs", "zero", "shard", "sp", "sched", "rec", "rec_layers",
              "fp8_params", "uneven", "straggler", "attn", "fp8", "disp_bytes", "grad_bytes", "offload", "opt_bytes",
-             "ep_in", "ep_remote", "etp", "c1f1b", "amax", *MODULE_KEYS.values())
+             "ep_in", "ep_remote", "etp", "c1f1b", "amax", "eager", *MODULE_KEYS.values())
 
 
 def module_flags(modules: tuple[str, ...]) -> dict:
@@ -555,7 +555,7 @@ def ep_node_size(node_size, expert_tp, xp=np):
 
 
 def numerics_values(precision, fp8_params, attention_kernel, grad_reduce, optimizer_moments,
-                    ep_dispatch_precision, fp8_recipe=FP8Recipe.DELAYED) -> dict:
+                    ep_dispatch_precision, fp8_recipe=FP8Recipe.DELAYED, elementwise=Elementwise.FUSED) -> dict:
     """The kernel's values of a plan's number formats and attention kernel (``fp8``,
     ``fp8_params``, ``attn``, ``disp_bytes``, ``grad_bytes``, ``opt_bytes``): the one
     translation for a single plan and for the search's held numerics."""
@@ -563,6 +563,7 @@ def numerics_values(precision, fp8_params, attention_kernel, grad_reduce, optimi
     return dict(fp8=float(fp8), fp8_params=float(bool(fp8_params)),
                 amax=float(fp8 and FP8Recipe(fp8_recipe) is FP8Recipe.DELAYED),
                 attn=float(ATTENTION_CODES[AttentionKernel(attention_kernel)]),
+                eager=float(ELEMENTWISE_CODES[Elementwise(elementwise)]),
                 disp_bytes=Precision(ep_dispatch_precision).bytes, grad_bytes=Precision(grad_reduce).bytes,
                 opt_bytes=4.0 + 2.0 * Precision(optimizer_moments).bytes)
 
@@ -579,7 +580,8 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 uneven=int(LayerSplit(plan.layer_split) is LayerSplit.UNEVEN), straggler=straggler,
                 c1f1b=float(bool(plan.combined_1f1b)),
                 **numerics_values(plan.precision, plan.fp8_params, plan.attention_kernel, plan.grad_reduce,
-                                  plan.optimizer_moments, plan.ep_dispatch_precision, plan.fp8_recipe),
+                                  plan.optimizer_moments, plan.ep_dispatch_precision, plan.fp8_recipe,
+                                  plan.elementwise),
                 **module_flags(plan.recompute_modules))
 
 
@@ -656,9 +658,10 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
             1F1B (``Plan.combined_1f1b``; applied where the plan has ``ep > 1`` and a 1F1B or
             interleaved schedule), ``amax`` 1 where delayed FP8 scaling all-reduces its amaxes
             (``Plan.fp8_recipe``; defaults to ``fp8``, delayed scaling being the default
-            recipe), the 0/1 module flags of :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
+            recipe), ``eager`` 1 for PyTorch's eager element-wise operators
+            (``Plan.elementwise``), the 0/1 module flags of :data:`MODULE_KEYS` under selective recomputation; these default to flash, BF16,
             a BF16 dispatch, FP32, all ranks, every layer, BF16 weights, no combined 1F1B, 12
-            bytes and ``core_attn`` alone when absent). No validity checks: the
+            bytes, fused element-wise kernels and ``core_attn`` alone when absent). No validity checks: the
             caller (e.g. :func:`markovsim.training.search_plans`) masks invalid plans.
 
     Returns:
@@ -672,7 +675,8 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     shape = np.shape(plans["tp"])
     full = dict(attn=np.zeros(shape), fp8=np.zeros(shape), disp_bytes=np.full(shape, _BF16), etp=np.ones(shape), grad_bytes=np.full(shape, 4.0), shard=np.zeros(shape),
                 rec_layers=np.zeros(shape), fp8_params=np.zeros(shape), offload=np.zeros(shape),
-                c1f1b=np.zeros(shape), opt_bytes=np.full(shape, 12.0), **{k: np.full(shape, v) for k, v in module_flags(()).items()})
+                c1f1b=np.zeros(shape), opt_bytes=np.full(shape, 12.0), eager=np.zeros(shape),
+                **{k: np.full(shape, v) for k, v in module_flags(()).items()})
     full.update(plans)
     full.setdefault("amax", full["fp8"])  # FP8 plans default to delayed scaling (Plan.fp8_recipe)
     if "ep_in" not in plans:  # the dispatch copies from the held dispatch and routing (codes)
