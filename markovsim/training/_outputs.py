@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 from .._errors import InvalidParameterError, SolverError
 from .._io import ModelKind, Table
 from ._pipeline import Schedule
-from ._plan import AttentionKernel, Precision
+from ._plan import AttentionKernel, Elementwise, Precision
 from ._linearity import BatchRule, FixedGlobalBatch, FixedReplicaBatch, GlobalBatches, scaling_curve
 from ._spec import PLAN_REFERENCES, PlanSpec, plan_from_document
 from ._hardware import SOFTWARE_STACKS, STACK_OVERLAPS, Efficiency
@@ -171,6 +171,22 @@ def _other_reading_words(stack: str) -> str:
     return ("overlaps that hide most tensor-parallel, pipeline and ZeRO parameter-gather transfers, as NVIDIA's "
             f"Megatron-core software does (stack = \"megatron-core\": {values})")
 
+#: said under a plan timed with fused element-wise kernels that does not state how its
+#: operators run, on software other than Megatron's (its stack the library's defaults), when
+#: PyTorch's eager operators (Plan.elementwise) would move its step by more than
+#: ELEMENTWISE_SENSITIVITY ({change}: per cent; {seconds}, {base}: the step with each)
+ELEMENTWISE_CAVEAT = ("element-wise operators: timed as fused kernels (one per norm, activation and residual: "
+                      "Megatron, Transformer Engine, torch.compile); run by PyTorch's eager mode, as torchtitan "
+                      "runs without torch.compile, this step would change by {change:+.0f} % ({seconds:.3g} s "
+                      "against {base:.3g} s). State elementwise = \"eager\" or \"fused\" as the run's software "
+                      "has it (docs/background/scaling.md)")
+
+
+#: the step-time change (relative) beyond which ELEMENTWISE_CAVEAT is said: the suites'
+#: median-error target (5 %), a choice that moves the step by more than the model's own
+#: target error is worth stating
+ELEMENTWISE_SENSITIVITY = 0.05
+
 #: the step-time change (relative) beyond which OVERLAP_DEFAULTS_CAVEAT is said
 OVERLAP_SENSITIVITY = 0.02
 
@@ -197,7 +213,9 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
     with Megatron-core's combined 1F1B gets :data:`COMBINED_1F1B_CAVEAT` (what its pairing
     hides, computed); a plan that pairs micro-batches (combined 1F1B, DualPipe) with expert
     parallelism and ``ep_pair_overlap`` 0 gets :data:`PAIRING_NO_OVERLAP`, a DualPipe plan
-    that sets ``ep_overlap`` (unused there) :data:`DUALPIPE_EP_OVERLAP_UNUSED`, and a plan
+    that sets ``ep_overlap`` (unused there) :data:`DUALPIPE_EP_OVERLAP_UNUSED`, a plan off
+    Megatron's software that does not say how its element-wise operators run, when eager
+    operators would matter, :data:`ELEMENTWISE_CAVEAT` (:func:`elementwise_caveat`), and a plan
     that states no communication overlap when one would matter
     :data:`OVERLAP_DEFAULTS_CAVEAT` (:func:`overlap_defaults_caveat`).
 
@@ -229,6 +247,7 @@ def plan_caveats(spec: "PlanSpec | Workload", *, hardware=None, precision=None) 
             plan.attention_kernel)), efficiency=eff).step_time
         notes += attention_kernel_caveat(plan.attention_kernel, base, alt)
         notes += long_context_caveat(spec)
+    notes += elementwise_caveat(spec, base)
     if plan.combined_1f1b:
         exposed = step_time(spec.workload, spec.hardware, plan.replace(combined_1f1b=False),
                             efficiency=dataclasses.replace(eff, ep_overlap=0.0)).step_time
@@ -274,6 +293,28 @@ def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[s
     return [OVERLAP_DEFAULTS_CAVEAT.format(unstated=unstated, applied=applied_words,
                                            other_stack=_other_reading_words(other_stack), base=base, other=other,
                                            change=100 * change)]
+
+
+def elementwise_caveat(spec: PlanSpec, base: float | None = None) -> list[str]:
+    """:data:`ELEMENTWISE_CAVEAT` (in a list) when ``spec`` runs fused element-wise kernels
+    without writing ``elementwise``, its software is not Megatron's (its applied stack is the
+    library's defaults: a Megatron-core or Megatron-LM plan is fused by construction), it is
+    timed from operators, and eager operators would change its step by more than
+    :data:`ELEMENTWISE_SENSITIVITY`; else ``[]``. ``base``: the plan's own step, when the caller
+    has it."""
+    plan = spec.plan
+    if (Elementwise(plan.elementwise) is not Elementwise.FUSED or "elementwise" in spec.plan_keys
+            or spec.applied_stack != "default" or spec.hardware.kernels is None
+            or spec.efficiency.compute is not None):
+        return []
+    if base is None:
+        base = step_time(spec.workload, spec.hardware, plan, efficiency=spec.efficiency).step_time
+    eager = step_time(spec.workload, spec.hardware, plan.replace(elementwise=Elementwise.EAGER),
+                      efficiency=spec.efficiency).step_time
+    change = eager / base - 1
+    if not change > ELEMENTWISE_SENSITIVITY:
+        return []
+    return [ELEMENTWISE_CAVEAT.format(change=100 * change, seconds=eager, base=base)]
 
 
 def long_context_caveat(spec: PlanSpec) -> list[str]:

@@ -171,6 +171,9 @@ class PlanSpec:
     efficiency_keys: frozenset = frozenset()
     #: the software stack the document named (``[efficiency] stack``), or ``""``
     stack: str = ""
+    #: the plan keys the document wrote of those a caveat asks a plan to state
+    #: (``elementwise``): a written one is not asked for again
+    plan_keys: frozenset = frozenset()
 
     @property
     def applied_stack(self) -> str:
@@ -282,11 +285,12 @@ def _plan_spec(t: Table, base: Path | None = None) -> PlanSpec:
     eff, eff_keys, stack = (_efficiency(t.table("efficiency"), hardware.default_stack) if "efficiency" in t
                             else (Efficiency.for_stack(hardware.default_stack), frozenset(), ""))
     name = t.text("name", "") or f"{workload.name} on {plan.world_size} x {hardware.name}"
+    plan_keys = frozenset(k for k in ("elementwise",) if k in t)
     t.finish()
     from ._plan import validate_plan
 
     plan = validate_plan(workload, plan)
-    return PlanSpec(name, workload, hardware, plan, eff, eff_keys, stack)
+    return PlanSpec(name, workload, hardware, plan, eff, eff_keys, stack, plan_keys)
 
 
 def load_plan(name_or_path) -> PlanSpec:

@@ -121,3 +121,29 @@ def test_a_plan_file_names_it_and_a_wrong_value_is_refused_with_the_choices():
     assert plan_from_document({**doc, "elementwise": "Eager"}).plan.elementwise is Elementwise.EAGER
     with pytest.raises(SpecError, match=r"elementwise.*'compiled'.*'fused', 'eager'"):
         plan_from_document({**doc, "elementwise": "compiled"})
+
+
+def test_the_caveat_asks_a_plan_off_megatron_to_state_how_its_operators_run():
+    """Said with both steps (the library's step_time) when eager operators would move a fused
+    plan by more than 5 % and nothing says how they run; not for a plan that writes
+    elementwise, runs eager, runs Megatron-core (an H100 plan naming no stack takes it) or
+    whose eager operators barely matter (a GELU model: only the output copy)."""
+    from markovsim.training import plan_caveats
+    from markovsim.training._outputs import ELEMENTWISE_SENSITIVITY, elementwise_caveat
+
+    doc = {"workload": "llama3_8b", "hardware": "a100_sxm_80gb", "tp": 1, "pp": 1, "dp": 64, "global_batch": 64}
+    bare = plan_from_document(doc)
+    base = step_time(bare.workload, bare.hardware, bare.plan, efficiency=bare.efficiency).step_time
+    eager = step_time(bare.workload, bare.hardware, bare.plan.replace(elementwise="eager"),
+                      efficiency=bare.efficiency).step_time
+    assert eager / base - 1 > ELEMENTWISE_SENSITIVITY == 0.05
+    notes = elementwise_caveat(bare)
+    assert len(notes) == 1 and notes[0] in plan_caveats(bare)
+    assert f"{100 * (eager / base - 1):+.0f} % ({eager:.3g} s against {base:.3g} s)" in notes[0]
+    for quiet in ({**doc, "elementwise": "fused"}, {**doc, "elementwise": "eager"},
+                  {**doc, "hardware": "h100_sxm"}, {**doc, "workload": "gpt3_175b", "tp": 8, "pp": 8, "dp": 1,
+                                                     "global_batch": 8}):
+        assert elementwise_caveat(plan_from_document(quiet)) == [], quiet
+    # on the H100 a plan that names the library's stack (PyTorch, not Megatron) is asked
+    assert elementwise_caveat(plan_from_document({**doc, "hardware": "h100_sxm",
+                                                  "efficiency": {"stack": "default"}}))
