@@ -42,6 +42,16 @@ def test_a_choice_in_another_case_is_the_choice_and_a_typo_is_refused():
         t.text("dtype", choices=("bf16", "fp8"))
 
 
+def test_a_number_or_a_flag_where_a_choice_belongs_is_refused_with_the_choices():
+    t = Table({"elementwise": 3, "recompute": True, "name": 7}, "plan")
+    with pytest.raises(ms.SpecError, match=r"plan.elementwise=3: expected one of 'fused', 'eager'"):
+        t.text("elementwise", choices=("fused", "eager"))
+    with pytest.raises(ms.SpecError, match=r"plan.recompute=True: expected one of 'none', 'full'"):
+        t.text("recompute", choices=("none", "full"))
+    with pytest.raises(ms.SpecError, match=r"plan.name=7: expected str"):  # free text: the type is the rule
+        t.text("name")
+
+
 def test_optional_integer_with_minimum_may_be_absent():
     assert Table({}, "x").integer("n", None, minimum=1) is None
 

@@ -256,6 +256,10 @@ class Table:
     def text(self, key: str, default: Any = ..., *, choices: tuple[str, ...] | None = None,
              doc: str | None = None) -> str:
         self._note(key, "text", default, f"one of {', '.join(map(repr, choices))}" if choices else "", doc)
+        if choices is not None and key in self._data and not isinstance(self._data[key], str):
+            # a number or a list where a name belongs: say the names, not only "expected str"
+            raise SpecError(f"{self._name(key)}={self._data[key]!r}: expected one of {', '.join(map(repr, choices))} "
+                            "(a quoted name)")
         value = self._get(key, default, (str,))
         if choices is not None and value not in choices:
             # A choice written in another case ("FP8", "Fixed-Global") is the choice: the
