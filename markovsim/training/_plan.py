@@ -55,7 +55,8 @@ class Elementwise(enum.Enum):
 #: FeedForward; the same operators as Hugging Face's LlamaRMSNorm): ``rmsnorm`` 36 a norm
 #: (x.float() 2+4, pow 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2) against the
 #: fused kernel's 4; ``rotary`` 20 per query and key element (float() 2+4, the complex
-#: product 4+4, type_as 4+2; no fused count); ``kv_repeat`` per key and value element of the
+#: product 4+4, type_as 4+2; no fused count; Hugging Face's rotate_half form moves the same 20:
+#: the negated half 1+1, cat 2+2, two products 2+2 each, the sum 4+2); ``kv_repeat`` per key and value element of the
 #: repeated heads, 2 read per key/value head element and 2 written per query head element
 #: (repeat_kv's expand and reshape copy, only with fewer key/value heads than query heads);
 #: ``attention_out`` 4 per attention output element (transpose(1, 2).contiguous()); ``swiglu``
