@@ -61,6 +61,11 @@ def _label(name: str, ds) -> str:
     return f"{name} [{units}]" if units else name
 
 
+def _value(v) -> str:
+    """A coordinate value in a legend: a number as ``g``, a name as it is."""
+    return str(v) if isinstance(v, (str, np.str_)) else f"{v:g}"
+
+
 def plot_sweep(ds, variable: str, *, x: str, ax=None, logx: bool = False):
     """One line of ``variable`` against ``x`` for every combination of the other dims.
 
@@ -85,8 +90,13 @@ def plot_sweep(ds, variable: str, *, x: str, ax=None, logx: bool = False):
     for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
         sel = dict(zip(others, combo))
         line = data.isel(sel)
-        label = ", ".join(f"{d}={ds[d].values[i]:g}" for d, i in sel.items()) or None
-        ax.plot(ds[x].values, line.transpose(x).values, marker=".", label=label)
+        label = ", ".join(f"{d}={_value(ds[d].values[i])}" for d, i in sel.items()) or None
+        # an axis of names (a --vary over choices) is drawn at its positions, named
+        xs = ds[x].values
+        ax.plot(np.arange(xs.size) if xs.dtype.kind in "US" else xs, line.transpose(x).values, marker=".",
+                label=label)
+    if ds[x].values.dtype.kind in "US":
+        ax.set_xticks(np.arange(ds[x].size), [str(v) for v in ds[x].values])
     ax.set_xlabel(_label(x, ds))
     ax.set_ylabel(_label(variable, ds))
     if logx:

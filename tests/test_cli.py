@@ -10,6 +10,7 @@ console script.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import shutil
@@ -483,6 +484,39 @@ def test_sweep_train_shows_and_warns_about_points_over_the_memory(capsys, tmp_pa
     header = [ln for ln in text.splitlines() if ln.startswith("micro_batch")][0]
     assert header.split()[-1] == "fits"
     assert "1 of 2 points exceed the modelled memory per card (fits = 0)" in err
+
+
+def test_sweep_over_choices_and_flags_equals_the_library(capsys, tmp_path):
+    """An axis of names (recompute, elementwise, a stack the file does not write) or of
+    true/false (sequence_parallel) is swept as the names: each point is the library's step
+    for that plan, the coordinate keeps the names through the netCDF file, and a name the
+    reader refuses fails its point alone, with the reader's message."""
+    out = tmp_path / "c.nc"
+    code, text, err = run(capsys, "sweep", PLAN, "--vary", "recompute=none,full", "--vary",
+                          "elementwise=fused,eager", "--vary", "sequence_parallel=true,false", "--out", out,
+                          "--plot", tmp_path / "c.png")
+    assert code == 0, err
+    ds = xr.open_dataset(out)
+    assert ds["recompute"].values.tolist() == ["none", "full"]
+    assert ds["elementwise"].values.tolist() == ["fused", "eager"]
+    assert ds["sequence_parallel"].values.tolist() == ["true", "false"]
+    assert "units" not in ds["recompute"].attrs
+    s = tr.load_plan(PLAN)
+    for rec, ew, sp in itertools.product(("none", "full"), ("fused", "eager"), (True, False)):
+        want = tr.step_time(s.workload, s.hardware, s.plan.replace(recompute=rec, elementwise=ew,
+                                                                   sequence_parallel=sp), efficiency=s.efficiency)
+        got = ds.sel({"recompute": rec, "elementwise": ew, "sequence_parallel": str(sp).lower()})
+        assert float(got["step_time_s"]) == pytest.approx(want.step_time, rel=1e-12)
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    ds.close()
+    stacks = run_json(capsys, "sweep", PLAN, "--vary", "efficiency.stack=default,megatron-core", "--out",
+                      tmp_path / "s.nc")
+    assert stacks["coords"]["efficiency.stack"] == {"values": ["default", "megatron-core"], "unit": ""}
+    code, _, err = run(capsys, "sweep", PLAN, "--vary", "recompute=none,sometimes", "--out", tmp_path / "f.nc")
+    assert code == 0 and "1 of 2 points failed" in err and "recompute='sometimes'" in err
+    # a quantity the file writes with a unit stays numeric: a name there is an error
+    assert_one_line_error(*run(capsys, "sweep", INFER, "--vary", "tiers.restart.restart_time=10,ten", "--out",
+                               tmp_path / "g.nc")[::2], "sweep", "'ten' is not a number")
 
 
 def test_sweep_infer_units_and_zarr(capsys, tmp_path):

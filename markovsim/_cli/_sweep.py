@@ -59,7 +59,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
             restart_time = "20 min", then 5:20:4 means 5, 10, 15, 20 minutes; a key written as a
             plain number gets plain numbers, and integer keys (dp, instances) get integers (an
             error if the points are not whole). Coordinates are stored in that unit (attribute
-            'units').
+            'units'). A key the file writes as a name, or leaves out, takes a list of names
+            (--vary recompute=none,selective,full, --vary elementwise=fused,eager, --vary
+            efficiency.stack=default,megatron-core) and a true/false key true,false: each point
+            is read by the model's reader (a name it refuses fails that point), the coordinate
+            holds the names (no 'units').
 
             --out FILE.nc writes netCDF (scipy engine, netCDF3); --out DIR.zarr a zarr store
             with a checksum per chunk (read it back with markovsim.open_sweep(DIR.zarr), which
@@ -184,7 +188,9 @@ def run(args) -> int:
     if args.json:
         c.print_json({"command": "sweep", "file": label, "kind": kind.name, "out": str(out),
                       "dims": dict(zip(keys, shape)),
-                      "coords": {v.key: {"values": v.coordinate, "unit": v.unit or "1"} for v in variations},
+                      "coords": {v.key: {"values": v.coordinate,
+                                         "unit": "" if v.coordinate.dtype.kind in "US" else v.unit or "1"}
+                                 for v in variations},
                       "outputs": {nm: {"unit": kind.units.get(nm, "1"), "values": data[nm]} for nm in names},
                       "failed_points": failed, "status": status, "reason": reason})
         return 0
@@ -231,7 +237,9 @@ def _evaluate(kind_name: str, docs, label: str, base, labels, args) -> list:
 def _dataset(kind, variations, keys, data, status, reason, label, changes, args):
     import xarray as xr
 
-    coords = {v.key: (v.key, v.coordinate, {"units": v.unit or "1", "values_written": ", ".join(map(str, v.written))})
+    # an axis of names or flags has no unit (a numeric one without a unit is dimensionless, "1")
+    coords = {v.key: (v.key, v.coordinate, {**({} if v.coordinate.dtype.kind in "US" else {"units": v.unit or "1"}),
+                                            "values_written": ", ".join(map(str, v.written))})
               for v in variations}
     variables = {name: (keys, data[name], {"units": kind.units.get(name, "1")}) for name in sorted(data)}
     variables["status"] = (keys, status, status_attrs())

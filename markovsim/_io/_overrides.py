@@ -206,6 +206,36 @@ def _fmt(x: float) -> str:
 MAX_POINTS = 1_000_000
 
 
+def _categorical(original, texts) -> bool:
+    """Whether a listed ``--vary`` axis names choices rather than numbers: the file writes the
+    key as a name (a string that is not a number with a unit: ``recompute = "full"``), or
+    does not write it and no listed value is a number."""
+    if isinstance(original, str):
+        return not _NUM.match(original)
+    return original is ... and not any(_NUM.match(t.strip()) for t in texts)
+
+
+def _text_variation(path, text: str, texts, where: str) -> Variation:
+    """A ``--vary`` axis of names (``recompute=none,selective,full``): written as the names,
+    its coordinate the names too; the model's reader checks each (a point with a name it
+    refuses fails with that reader's message, as any refused point does)."""
+    names = tuple(t.strip().strip('"').strip("'") for t in texts)
+    if any(not n for n in names):
+        raise SpecError(f"{where}: an empty name in the list; expected key=name1,name2,...")
+    if len(set(names)) != len(names):
+        raise SpecError(f"{where}: a name appears twice in the list")
+    return Variation(path, text, names, np.asarray(names, dtype=str), "")
+
+
+def _flag_variation(path, text: str, texts, where: str) -> Variation:
+    """A ``--vary`` axis of a true/false key (``sequence_parallel=true,false``): written as
+    booleans, its coordinate the words."""
+    words = tuple(t.strip().lower() for t in texts)
+    if any(w not in ("true", "false") for w in words) or len(set(words)) != len(words):
+        raise SpecError(f"{where}: {_show(path)} is true or false; expected key=true,false (each once)")
+    return Variation(path, text, tuple(w == "true" for w in words), np.asarray(words, dtype=str), "")
+
+
 def parse_variation(text: str, doc: dict) -> Variation:
     """Parse ``key=start:stop:num`` or ``key=v1,v2,...`` against the model document ``doc``
     (whose value of the key sets the unit of bare numbers and whether values are integers)."""
@@ -240,6 +270,11 @@ def parse_variation(text: str, doc: dict) -> Variation:
         ends = [_number_unit(p, where) for p in texts]
     elif spec:
         texts = spec.split(",")
+        if isinstance(original, bool) or (original is ... and all(t.strip().lower() in ("true", "false")
+                                                                  for t in texts)):
+            return _flag_variation(path, text, texts, where)
+        if _categorical(original, texts):
+            return _text_variation(path, text, texts, where)
         ends = [_number_unit(p, where) for p in texts]
         num = None
     else:
