@@ -50,7 +50,11 @@ residuals and dropouts act on :math:`T/t` tokens): two norms 8h bytes, two resid
 12h, hidden dropout 4h, the activation :math:`4f/t` (GELU) or :math:`6f/t` (SwiGLU), MoE
 permutations :math:`8hk` and expert activations; cross-entropy 16 bytes per logit on the
 last stage (forward and backward). Backward moves twice the forward bytes. All at
-``memory_bandwidth_fraction`` of HBM bandwidth.
+``memory_bandwidth_fraction`` of HBM bandwidth. These are fused kernels; a plan with
+``elementwise = "eager"`` (PyTorch's eager operators) moves the bytes of
+:data:`~markovsim.training._plan.EAGER_BYTES` instead: on a SwiGLU workload RMSNorm's FP32
+steps, the rotary embedding of the queries and keys, GQA's key/value repeat and SwiGLU's two
+kernels, and on every workload the attention output's layout copy.
 
 Recomputation repeats, in the backward: ``selective`` the attention core's forward,
 ``full`` the whole layer's forward, ``selective-op`` (torchtitan's per-operator policy) the
@@ -69,8 +73,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._hardware import Hardware, KernelModel
-from ._plan import (ATTENTION_CODES, EAGER_BYTES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan, Precision,
-                    fused_attention, validate_plan)
+from ._plan import (ATTENTION_CODES, EAGER_BYTES, FLASH1_SPEED, FLASH_BACKWARD_FLOPS, AttentionKernel, Plan,
+                    Precision, fused_attention, validate_plan)
 from ._workload import Attention, FFNKind, Recompute, Workload, attended_keys, op_recompute_shares
 
 __all__ = ["layer_times", "kernel_model_constants", "workload_operator_constants"]
@@ -224,6 +228,12 @@ def norm_bytes(c, q, xp):
     return xp.where(eager_norm, EAGER_BYTES["rmsnorm"], 4.0)
 
 
+def activation_bytes(c, q, xp):
+    """Forward bytes of the FFN activation per element: the fused kernel's (``act_bytes``: 6
+    SwiGLU, 4 GELU), or eager SwiGLU's two kernels (``EAGER_BYTES["swiglu"]``)."""
+    return xp.where((q["eager"] > 0) & (c["gate"] > 1), EAGER_BYTES["swiglu"], c["act_bytes"])
+
+
 def eager_bytes(c, q, xp):
     """Forward bytes an eager PyTorch block moves beyond the fused count (zero for
     ``elementwise = "fused"``): ``(attention part, dense FFN, MoE FFN)`` of one layer on one
@@ -241,7 +251,7 @@ def eager_bytes(c, q, xp):
     repeat = xp.where((mla == 0) & (nkv < nq), EAGER_BYTES["kv_repeat"] * (nkv + nq) * (dqk + dv) / t, 0.0)
     attn = T * (EAGER_BYTES["attention_out"] * nq * dv / t
                 + xp.where(llama, EAGER_BYTES["rotary"] * rotary + repeat, 0.0))
-    act = xp.where(llama, EAGER_BYTES["swiglu"] - c["act_bytes"], 0.0)
+    act = activation_bytes(c, q, xp) - c["act_bytes"]
     dense = T * act * c["ffn"] / t
     moe = T / t * act * c["expert_ffn"] * (c["top_k"] + c["shared"])
     return xp.where(eager, attn, 0.0), xp.where(eager, dense, 0.0), xp.where(eager, moe, 0.0)
@@ -320,7 +330,7 @@ def layer_times(c, q, xp):
     t_, cp_, b_ = q["tp"], q["cp"], q["mb"]
     tokens = b_ * c["seq"] / cp_
     norm_tokens = xp.where(q["sp"] > 0, tokens / t_, tokens)
-    act = tokens / t_ * c["top_k"] * c["act_bytes"] * c["expert_ffn"] / bw
+    act = tokens / t_ * c["top_k"] * activation_bytes(c, q, xp) * c["expert_ffn"] / bw
     sel_attn = (q["rm_core"] * core_f + q["rm_mla"] * module["rm_mla"]
                 + q["rm_ln"] * 2.0 * norm_bytes(c, q, xp) * norm_tokens * c["hidden"] / bw)
     sel_dense = q["rm_mlp"] * dense_f

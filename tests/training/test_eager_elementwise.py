@@ -147,3 +147,13 @@ def test_the_caveat_asks_a_plan_off_megatron_to_state_how_its_operators_run():
     # on the H100 a plan that names the library's stack (PyTorch, not Megatron) is asked
     assert elementwise_caveat(plan_from_document({**doc, "hardware": "h100_sxm",
                                                   "efficiency": {"stack": "default"}}))
+
+
+@pytest.mark.parametrize("elementwise, per_norm", [("fused", FUSED_NORM), ("eager", _bytes(RMSNORM))])
+def test_recomputing_the_norms_repeats_what_the_norms_move(elementwise, per_norm):
+    """recompute_modules = ["layernorm"] repeats both norms' forward in the backward: per
+    layer 2 norms x their bytes per element x tokens x hidden, eager or fused."""
+    plan = Plan(tp=1, pp=1, dp=1, global_batch=1, micro_batch=1, elementwise=elementwise)
+    none = step_time(GQA, HW, plan).compute
+    norms = step_time(GQA, HW, plan.replace(recompute="selective", recompute_modules=("layernorm",))).compute
+    assert norms - none == pytest.approx(GQA.layers * 2 * per_norm * GQA.seq_len * GQA.hidden / BW, rel=1e-9)
