@@ -224,6 +224,8 @@ def norm_bytes(c, q, xp):
     """Forward bytes of one norm per element: 4 fused (read and write BF16), an eager RMSNorm's
     :data:`~markovsim.training._plan.EAGER_BYTES` on a SwiGLU workload with ``elementwise =
     "eager"``."""
+    if "eager" not in q:  # every plan fused (the compiled kernel's arrays, _jit_kernel)
+        return 4.0
     eager_norm = (q["eager"] > 0) & (c["gate"] > 1)
     return xp.where(eager_norm, EAGER_BYTES["rmsnorm"], 4.0)
 
@@ -231,6 +233,8 @@ def norm_bytes(c, q, xp):
 def activation_bytes(c, q, xp):
     """Forward bytes of the FFN activation per element: the fused kernel's (``act_bytes``: 6
     SwiGLU, 4 GELU), or eager SwiGLU's two kernels (``EAGER_BYTES["swiglu"]``)."""
+    if "eager" not in q:
+        return c["act_bytes"]
     return xp.where((q["eager"] > 0) & (c["gate"] > 1), EAGER_BYTES["swiglu"], c["act_bytes"])
 
 
@@ -242,6 +246,8 @@ def eager_bytes(c, q, xp):
     embedding of the queries and keys (the rotary dimensions alone under MLA), GQA's key and
     value repeat and the attention output's layout copy, and runs its activation in two
     kernels; a GELU workload adds the layout copy alone."""
+    if "eager" not in q:
+        return 0.0, 0.0, 0.0
     eager = q["eager"] > 0
     llama = c["gate"] > 1
     t, cp, b = q["tp"], q["cp"], q["mb"]
