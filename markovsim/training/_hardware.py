@@ -124,7 +124,9 @@ class Hardware:
     stack (:data:`SOFTWARE_STACKS`) whose communication overlaps a plan file on this hardware
     that names no stack gets for the overlaps it does not write (``"default"``: the library's
     :class:`Efficiency` defaults; a preset names the stack its kernel constants were fitted
-    under).
+    under); ``graph_compiler`` the compiler every program on this hardware runs through
+    (``"xla"`` on TPUs, which fuses element-wise operators: no eager mode to ask a plan about),
+    ``""`` where eager execution exists (GPUs, Ascend).
     """
 
     name: str
@@ -136,6 +138,7 @@ class Hardware:
     kernels: KernelModel | None = None
     host_bandwidth_bytes_per_s: float | None = None  # accelerator <-> host memory, one direction
     default_stack: str = "default"
+    graph_compiler: str = ""
 
     def validate(self) -> "Hardware":
         check_positive(f"{self.name}.peak_flop_per_s", self.peak_flop_per_s)

@@ -72,6 +72,9 @@ KEY_DOCS = {
         "default_stack": ("the software stack whose communication overlaps a plan on this hardware gets for the "
                           "overlaps its [efficiency] does not write, when it names no stack: the stack the preset's "
                           "kernel constants were fitted under; one of 'default', 'megatron-core', 'megatron-lm-2021'"),
+        "graph_compiler": ("the compiler every program on this hardware runs through: 'xla' (TPUs: element-wise "
+                           "operators always fused, so no plan is asked about eager operators) or '' (GPUs, "
+                           "Ascend: eager execution exists)"),
     },
     "plan": {
         "name": "label of the plan (default: workload on cards x hardware)",

@@ -45,7 +45,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
 from ._hardware import Efficiency, Hardware
 from ._plan import Plan, validate_plan
-from ._step import _as_jax, _jit_kernel, _plan_arrays, check_offload, kernel_constants
+from ._step import _as_jax, _jit_kernel, _plan_arrays, check_elementwise, check_offload, kernel_constants
 from ._straggler import SlowNodes, straggler_delay
 from ._workload import Workload
 
@@ -259,6 +259,7 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
             # say which size of the curve, and under which batch rule, the plan breaks
             raise InvalidParameterError(f"cards={n} (dp={p.dp}, global batch {g} under {_describe(rule)}): {e}") from None
         check_offload(hardware, p)
+        check_elementwise(hardware, p)
         out = _jit_kernel(c, _plan_arrays(p, 0.0, workload, hardware))
         fits.append(bool(out["fits"]))
         if require_fit and not fits[-1]:

@@ -298,13 +298,14 @@ def overlap_defaults_caveat(spec: PlanSpec, base: float | None = None) -> list[s
 def elementwise_caveat(spec: PlanSpec, base: float | None = None) -> list[str]:
     """:data:`ELEMENTWISE_CAVEAT` (in a list) when ``spec`` runs fused element-wise kernels
     without writing ``elementwise``, its software is not Megatron's (its applied stack is the
-    library's defaults: a Megatron-core or Megatron-LM plan is fused by construction), it is
+    library's defaults: a Megatron-core or Megatron-LM plan is fused by construction), its
+    hardware has no graph compiler (XLA on TPUs fuses them; :attr:`Hardware.graph_compiler`), it is
     timed from operators, and eager operators would change its step by more than
     :data:`ELEMENTWISE_SENSITIVITY`; else ``[]``. ``base``: the plan's own step, when the caller
     has it."""
     plan = spec.plan
     if (Elementwise(plan.elementwise) is not Elementwise.FUSED or "elementwise" in spec.plan_keys
-            or spec.applied_stack != "default" or spec.hardware.kernels is None
+            or spec.applied_stack != "default" or spec.hardware.graph_compiler or spec.hardware.kernels is None
             or spec.efficiency.compute is not None):
         return []
     if base is None:

@@ -27,7 +27,7 @@ from ._hardware import Efficiency, Hardware
 from ._pipeline import Schedule
 from ._plan import EPDispatch, ExpertRouting, LayerSplit, Plan
 from ._step import DISPATCH_CODES, MODULE_KEYS, RECOMPUTE_CODES, ROUTING_CODES, SCHEDULE_CODES, StepBreakdown, \
-    breakdown_from, evaluate_plans, kernel_constants, module_flags, numerics_values
+    breakdown_from, check_elementwise, evaluate_plans, kernel_constants, module_flags, numerics_values
 from ._workload import Attention, Recompute, Workload
 
 __all__ = ["SearchResult", "candidate_plans", "search_plans", "plan_modules", "SEARCH_MODULES", "NUMERICS",
@@ -205,6 +205,8 @@ def search_plans(workload: Workload, hardware: Hardware, cards: int, *, global_b
         InvalidParameterError: when no candidate is valid and fits in memory.
     """
     efficiency = hardware.efficiency(efficiency)
+    if numerics is not None:
+        check_elementwise(hardware, numerics)
     plans, ok = candidate_plans(workload, cards, global_batch=global_batch, max_tp=max_tp, max_pp=max_pp,
                                 numerics=numerics)
     out = evaluate_plans(workload, hardware, plans, efficiency=efficiency)

@@ -141,7 +141,8 @@ def _hardware(t: Table) -> Hardware:
         hl.finish()
     hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels,
                   host_bandwidth_bytes_per_s=host,
-                  default_stack=t.text("default_stack", "default", choices=tuple(SOFTWARE_STACKS)))
+                  default_stack=t.text("default_stack", "default", choices=tuple(SOFTWARE_STACKS)),
+                  graph_compiler=t.text("graph_compiler", "", choices=("", "xla")))
     t.finish()
     return hw.validate()
 

@@ -253,6 +253,16 @@ def activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
     return share * one, in_flight(q, m, xp) * one * (1.0 - share)
 
 
+def check_elementwise(hardware: Hardware, plan: Plan) -> None:
+    """Refuse eager element-wise operators on hardware whose programs all run through a graph
+    compiler (:attr:`Hardware.graph_compiler`: XLA on TPUs), where no eager mode exists."""
+    if Elementwise(plan.elementwise) is Elementwise.EAGER and hardware.graph_compiler:
+        raise InvalidParameterError(
+            f"plan.elementwise='eager': {hardware.name} runs every program through "
+            f"{hardware.graph_compiler.upper()} (graph_compiler), which fuses element-wise operators; "
+            "expected 'fused'")
+
+
 def check_offload(hardware: Hardware, plan: Plan) -> None:
     """Refuse a plan that offloads activations to a card whose host link is not described."""
     if plan.offload_layers and hardware.host_bandwidth_bytes_per_s is None:
@@ -618,6 +628,7 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
     """
     plan = validate_plan(workload, plan, world_size=world_size)
     check_offload(hardware, plan)
+    check_elementwise(hardware, plan)
     check_nonnegative("straggler_s", straggler_s, unit="s")
     c = kernel_constants(workload, hardware, efficiency)
     out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s, workload, hardware))

@@ -157,3 +157,29 @@ def test_recomputing_the_norms_repeats_what_the_norms_move(elementwise, per_norm
     none = step_time(GQA, HW, plan).compute
     norms = step_time(GQA, HW, plan.replace(recompute="selective", recompute_modules=("layernorm",))).compute
     assert norms - none == pytest.approx(GQA.layers * 2 * per_norm * GQA.seq_len * GQA.hidden / BW, rel=1e-9)
+
+
+def test_on_a_tpu_no_plan_is_asked_and_eager_operators_are_refused():
+    """TPU programs run through XLA (graph_compiler = "xla" in the TPU presets, and only
+    there): a TPU plan is not asked how its element-wise operators run, and eager ones are
+    refused by step_time, the linearity table and the search, naming the compiler."""
+    from markovsim._errors import InvalidParameterError
+    from markovsim.training import FixedGlobalBatch, scaling_curve
+    from markovsim.training._outputs import elementwise_caveat
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "models" / "hardware"
+    compilers = {p.stem: load_hardware(p.stem).graph_compiler for p in root.glob("*.toml")}
+    assert {k for k, v in compilers.items() if v} == {"tpu_v4", "tpu_v5e", "tpu_v5p"}
+    assert {v for v in compilers.values()} == {"", "xla"}
+    doc = {"workload": "llama3_8b", "hardware": "tpu_v5p", "tp": 1, "pp": 1, "dp": 64, "global_batch": 64}
+    spec = plan_from_document(doc)
+    on_gpu = plan_from_document({**doc, "hardware": "a100_sxm_80gb"})
+    assert elementwise_caveat(on_gpu) and elementwise_caveat(spec) == []
+    eager = spec.plan.replace(elementwise="eager")
+    with pytest.raises(InvalidParameterError, match=r"elementwise='eager'.*Google TPU v5p.*XLA.*expected 'fused'"):
+        step_time(spec.workload, spec.hardware, eager)
+    with pytest.raises(InvalidParameterError, match="XLA"):
+        scaling_curve(spec.workload, spec.hardware, eager, [64, 128], batch=FixedGlobalBatch(64))
+    with pytest.raises(InvalidParameterError, match="XLA"):
+        search_plans(spec.workload, spec.hardware, 64, global_batch=64, numerics=eager)
