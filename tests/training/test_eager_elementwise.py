@@ -3,6 +3,7 @@ torch.compile). The reference is the byte count of each operator written out her
 operator sequence of torchtitan's model code (read and write bytes per element, BF16 2 and
 FP32 4), and the layer's shapes applied by hand; the model's tables must agree with it."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from markovsim._errors import SpecError
 from markovsim.training import (EAGER_BYTES, Elementwise, Plan, Workload, load_hardware, operator_table,
                                 search_plans, step_time)
 from markovsim.training._spec import plan_from_document
-from markovsim.training._workload import MLA
+from markovsim.training._workload import MLA, MoE
 
 HW = load_hardware("a100_sxm_80gb")
 BW = HW.hbm_bandwidth_bytes_per_s * HW.kernels.memory_bandwidth_fraction
@@ -183,3 +184,25 @@ def test_on_a_tpu_no_plan_is_asked_and_eager_operators_are_refused():
         scaling_curve(spec.workload, spec.hardware, eager, [64, 128], batch=FixedGlobalBatch(64))
     with pytest.raises(InvalidParameterError, match="XLA"):
         search_plans(spec.workload, spec.hardware, 64, global_batch=64, numerics=eager)
+
+
+MOE_MLA = Workload("moe-mla", layers=4, hidden=1024, ffn_hidden=2816, heads=16, kv_heads=16, vocab=32000,
+                   seq_len=2048, attention="mla",
+                   mla=MLA(q_lora_rank=384, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64),
+                   moe=MoE(routed_experts=8, top_k=2, expert_ffn=704, shared_experts=1, dense_layers=1))
+
+
+@settings(max_examples=20, deadline=None)
+@given(w=st.sampled_from([GQA, MHA_GELU, MLA_SWIGLU, MOE_MLA]), tp=st.sampled_from([1, 2]),
+       ep=st.sampled_from([1, 2]), recompute=st.sampled_from(["none", "selective", "selective-op", "full"]),
+       modules=st.sampled_from([(), ("layernorm",), ("moe_act",)]))
+def test_eager_steps_are_finite_slower_and_leave_memory_alone(w, tp, ep, recompute, modules):
+    if w.moe is None:
+        ep, modules = 1, tuple(m for m in modules if m != "moe_act")
+    plan = Plan(tp=tp, pp=1, dp=4, ep=ep, global_batch=8, micro_batch=1, recompute=recompute,
+                recompute_modules=modules if recompute == "selective" else ())
+    fused = step_time(w, HW, plan)
+    eager = step_time(w, HW, plan.replace(elementwise="eager"))
+    assert all(map(np.isfinite, (eager.step_time, eager.compute, eager.memory_bytes)))
+    assert eager.compute > fused.compute
+    assert eager.memory_bytes == fused.memory_bytes
