@@ -111,6 +111,10 @@ class KernelModel:
 KERNEL_PARAMETERS = tuple(f.name for f in dataclasses.fields(KernelModel))
 
 
+#: the values of :attr:`Hardware.graph_compiler`: none (eager execution exists), XLA
+GRAPH_COMPILERS = ("", "xla")
+
+
 @dataclasses.dataclass(frozen=True)
 class Hardware:
     """An accelerator, its links and (when fitted) its kernel model.
@@ -145,6 +149,9 @@ class Hardware:
         if self.default_stack not in SOFTWARE_STACKS:
             raise InvalidParameterError(f"{self.name}.default_stack={self.default_stack!r}: expected one of "
                                         f"{', '.join(map(repr, SOFTWARE_STACKS))}")
+        if self.graph_compiler not in GRAPH_COMPILERS:
+            raise InvalidParameterError(f"{self.name}.graph_compiler={self.graph_compiler!r}: expected one of "
+                                        f"{', '.join(map(repr, GRAPH_COMPILERS))}")
         if self.host_bandwidth_bytes_per_s is not None:
             check_positive(f"{self.name}.host_bandwidth_bytes_per_s", self.host_bandwidth_bytes_per_s)
         if self.peak_fp8_flop_per_s is not None:

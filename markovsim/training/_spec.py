@@ -22,7 +22,7 @@ from pathlib import Path
 from .._errors import SpecError
 from .._io import Reference, Table, base_of, label, load_with, reads_document, reference
 from ._keydocs import KEY_DOCS
-from ._hardware import SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
+from ._hardware import GRAPH_COMPILERS, SOFTWARE_STACKS, Efficiency, Hardware, KernelModel, LinkLevel
 from ._pipeline import Schedule
 from ._plan import AttentionKernel, Elementwise, EPDispatch, ExpertRouting, FP8Recipe, LayerSplit, Plan, Precision
 from ._workload import MLA, Attention, FFNKind, MoE, Recompute, Workload
@@ -142,7 +142,7 @@ def _hardware(t: Table) -> Hardware:
     hw = Hardware(name, peak, hbm, hbm_bw, tuple(levels), peak_fp8_flop_per_s=fp8, kernels=kernels,
                   host_bandwidth_bytes_per_s=host,
                   default_stack=t.text("default_stack", "default", choices=tuple(SOFTWARE_STACKS)),
-                  graph_compiler=t.text("graph_compiler", "", choices=("", "xla")))
+                  graph_compiler=t.text("graph_compiler", "", choices=GRAPH_COMPILERS))
     t.finish()
     return hw.validate()
 

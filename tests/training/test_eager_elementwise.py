@@ -173,6 +173,9 @@ def test_on_a_tpu_no_plan_is_asked_and_eager_operators_are_refused():
     compilers = {p.stem: load_hardware(p.stem).graph_compiler for p in root.glob("*.toml")}
     assert {k for k, v in compilers.items() if v} == {"tpu_v4", "tpu_v5e", "tpu_v5p"}
     assert {v for v in compilers.values()} == {"", "xla"}
+    import dataclasses
+    with pytest.raises(InvalidParameterError, match=r"graph_compiler='tvm': expected one of '', 'xla'"):
+        dataclasses.replace(load_hardware("tpu_v5p"), graph_compiler="tvm").validate()
     doc = {"workload": "llama3_8b", "hardware": "tpu_v5p", "tp": 1, "pp": 1, "dp": 64, "global_batch": 64}
     spec = plan_from_document(doc)
     on_gpu = plan_from_document({**doc, "hardware": "a100_sxm_80gb"})
