@@ -807,6 +807,23 @@ def test_plan_refusals_say_why(capsys):
     assert code == 2 and tiled > 0 and "0 of them fit in memory" in err  # 70B on one node: over the HBM
 
 
+def test_plan_elementwise_holds_eager_operators_for_every_candidate(capsys):
+    """--elementwise eager: the JSON says what was held, and the fastest plan's step is the
+    library's step_time of that plan with eager operators (slower than the fused search)."""
+    args = ("plan", "--workload", "llama3_8b", "--hardware", "a100_sxm_80gb", "--cards", "64", "--global-batch",
+            "64", "--top", "1", "--max-pp", "2")
+    eager = run_json(capsys, *args, "--elementwise", "eager")
+    fused = run_json(capsys, *args)
+    assert eager["numerics"]["elementwise"] == "eager" and fused["numerics"]["elementwise"] == "fused"
+    best = eager["plans"][0]
+    w, hw = tr.load_workload("llama3_8b"), tr.load_hardware("a100_sxm_80gb")
+    plan = tr.Plan(tp=best["tp"], pp=best["pp"], dp=best["dp"], cp=best["cp"], global_batch=64,
+                   micro_batch=best["micro_batch"], zero_stage=best["zero_stage"], recompute=best["recompute"],
+                   schedule=best["schedule"], virtual_stages=best["virtual_stages"], elementwise="eager")
+    assert best["step_time_s"] == pytest.approx(tr.step_time(w, hw, plan).step_time, rel=1e-9)
+    assert best["step_time_s"] > fused["plans"][0]["step_time_s"]
+
+
 def test_plan_holds_the_plan_files_numerics(capsys):
     """The search holds the plan file's precision and formats (here FP8 GEMMs, BF16
     gradients): its ranking of the file's own plan equals markovsim train's step time

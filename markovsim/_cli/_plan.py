@@ -35,8 +35,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
             that pass the filters are listed. Workload, hardware, cards, global batch and
             efficiency come from a plan file, or from the options. The numerics are held, not
             searched: GEMM precision, FP8 weights, attention kernel and the gradient and
-            Adam-moment formats are the plan file's (--precision changes the first), else
-            BF16 with flash attention and FP32 gradients and moments. --plot draws the step
+            Adam-moment formats and the element-wise operators are the plan file's
+            (--precision and --elementwise change them), else BF16 with flash attention, FP32
+            gradients and moments and fused element-wise kernels. --plot draws the step
             time of the k plans."""),
         epilog="example: markovsim plan pangu_ultra_135b_8k --top 5 --schedule interleaved")
     p.add_argument("model", metavar="PLAN.toml", nargs="?",
@@ -55,6 +56,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
     p.add_argument("--precision", choices=PRECISIONS, type=str.lower,
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
+    p.add_argument("--elementwise", choices=[e.value for e in tr.Elementwise], type=str.lower,
+                   help="how every candidate's element-wise operators run: fused (Megatron, Transformer Engine, "
+                        "torch.compile) or eager (PyTorch eager mode; default: the plan file's, else fused)")
     p.add_argument("--stack", choices=STACKS, type=str.lower,
                    help="the communication overlaps of a software stack for every candidate, over the plan "
                         "file's (default: the plan file's [efficiency], the overlaps it does not write from the "
@@ -102,6 +106,8 @@ def _inputs(args):
                                     fp8_params=numerics.fp8_params and args.precision == "fp8",
                                     ep_dispatch_precision=(numerics.ep_dispatch_precision if args.precision == "fp8"
                                                            else tr.Precision.BF16))
+    if args.elementwise is not None:
+        numerics = numerics.replace(elementwise=tr.Elementwise(args.elementwise))
     return workload, hardware, cards, batch, efficiency, changes, numerics, (written, stack)
 
 
