@@ -89,7 +89,7 @@ def test_lazy_names_equal_their_sources():
     assert markovsim.gth is markovsim.engine.gth and markovsim.engine is markovsim.engine
     assert tuple(CASE_KINDS) == tuple(sorted(MODEL_KINDS))  # the built-in kinds (tests register more)
     import markovsim.training as tr
-    from markovsim._cli._plan import PRECISIONS, RECOMPUTES, SCHEDULES, STACKS
+    from markovsim._cli._plan import ELEMENTWISE, PRECISIONS, RECOMPUTES, SCHEDULES, STACKS
 
     from markovsim.training._search import _RECOMPUTES
 
@@ -98,6 +98,7 @@ def test_lazy_names_equal_their_sources():
     # --precision offers the GEMM formats a plan accepts (FP32 is a format of gradients and moments only)
     assert PRECISIONS == tuple(p.value for p in tr.Precision if p is not tr.Precision.FP32)
     assert STACKS == tuple(tr.SOFTWARE_STACKS)
+    assert ELEMENTWISE == tuple(e.value for e in tr.Elementwise)
 
 
 def test_goodput_command_imports_only_what_it_uses():

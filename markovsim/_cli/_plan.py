@@ -22,6 +22,8 @@ RECOMPUTES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
 #: ``markovsim.training.SOFTWARE_STACKS`` names (held equal by tests/test_speed_paths.py)
 STACKS = ("default", "megatron-core", "megatron-lm-2021")
+#: ``markovsim.training.Elementwise`` values (held equal by tests/test_speed_paths.py)
+ELEMENTWISE = ("fused", "eager")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -56,7 +58,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", type=int, metavar="N", help=f"keep only plans with {name} = N")
     p.add_argument("--precision", choices=PRECISIONS, type=str.lower,
                    help="GEMM precision of every candidate (default: the plan file's, else bf16)")
-    p.add_argument("--elementwise", choices=[e.value for e in tr.Elementwise], type=str.lower,
+    p.add_argument("--elementwise", choices=ELEMENTWISE, type=str.lower,
                    help="how every candidate's element-wise operators run: fused (Megatron, Transformer Engine, "
                         "torch.compile) or eager (PyTorch eager mode; default: the plan file's, else fused)")
     p.add_argument("--stack", choices=STACKS, type=str.lower,
