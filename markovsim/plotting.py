@@ -87,16 +87,16 @@ def plot_sweep(ds, variable: str, *, x: str, ax=None, logx: bool = False):
     if "status" in ds.data_vars:
         data = data.where(ds["status"] == 0)
     others = [d for d in dims if d != x]
+    xs = ds[x].values
+    named = xs.dtype.kind in "US"
     for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
         sel = dict(zip(others, combo))
         line = data.isel(sel)
         label = ", ".join(f"{d}={_value(ds[d].values[i])}" for d, i in sel.items()) or None
         # an axis of names (a --vary over choices) is drawn at its positions, named
-        xs = ds[x].values
-        ax.plot(np.arange(xs.size) if xs.dtype.kind in "US" else xs, line.transpose(x).values, marker=".",
-                label=label)
-    if ds[x].values.dtype.kind in "US":
-        ax.set_xticks(np.arange(ds[x].size), [str(v) for v in ds[x].values])
+        ax.plot(np.arange(xs.size) if named else xs, line.transpose(x).values, marker=".", label=label)
+    if named:
+        ax.set_xticks(np.arange(xs.size), [str(v) for v in xs])
     ax.set_xlabel(_label(x, ds))
     ax.set_ylabel(_label(variable, ds))
     if logx:

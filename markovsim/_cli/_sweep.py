@@ -189,7 +189,7 @@ def run(args) -> int:
         c.print_json({"command": "sweep", "file": label, "kind": kind.name, "out": str(out),
                       "dims": dict(zip(keys, shape)),
                       "coords": {v.key: {"values": v.coordinate,
-                                         "unit": "" if v.coordinate.dtype.kind in "US" else v.unit or "1"}
+                                         "unit": "" if v.named else v.unit or "1"}
                                  for v in variations},
                       "outputs": {nm: {"unit": kind.units.get(nm, "1"), "values": data[nm]} for nm in names},
                       "failed_points": failed, "status": status, "reason": reason})
@@ -238,7 +238,7 @@ def _dataset(kind, variations, keys, data, status, reason, label, changes, args)
     import xarray as xr
 
     # an axis of names or flags has no unit (a numeric one without a unit is dimensionless, "1")
-    coords = {v.key: (v.key, v.coordinate, {**({} if v.coordinate.dtype.kind in "US" else {"units": v.unit or "1"}),
+    coords = {v.key: (v.key, v.coordinate, {**({} if v.named else {"units": v.unit or "1"}),
                                             "values_written": ", ".join(map(str, v.written))})
               for v in variations}
     variables = {name: (keys, data[name], {"units": kind.units.get(name, "1")}) for name in sorted(data)}

@@ -182,6 +182,11 @@ class Variation:
     def key(self) -> str:
         return _show(self.path)
 
+    @property
+    def named(self) -> bool:
+        """Whether the axis holds names or flags (no unit) rather than numbers."""
+        return self.coordinate.dtype.kind in "US"
+
 
 def _number_unit(text: str, where: str) -> tuple[float, str]:
     m = _NUM.match(text)

@@ -220,22 +220,25 @@ def _attention_core(c, q, xp):
     return fwd, bwd
 
 
+def _eager_swiglu(c, q):
+    """Where a plan runs a SwiGLU (RMSNorm, rotary) block eagerly; ``None`` when the arrays
+    hold no ``eager`` (every plan fused: the compiled kernel's arrays, ``_jit_kernel``)."""
+    return None if "eager" not in q else (q["eager"] > 0) & (c["gate"] > 1)
+
+
 def norm_bytes(c, q, xp):
     """Forward bytes of one norm per element: 4 fused (read and write BF16), an eager RMSNorm's
     :data:`~markovsim.training._plan.EAGER_BYTES` on a SwiGLU workload with ``elementwise =
     "eager"``."""
-    if "eager" not in q:  # every plan fused (the compiled kernel's arrays, _jit_kernel)
-        return 4.0
-    eager_norm = (q["eager"] > 0) & (c["gate"] > 1)
-    return xp.where(eager_norm, EAGER_BYTES["rmsnorm"], 4.0)
+    on = _eager_swiglu(c, q)
+    return 4.0 if on is None else xp.where(on, EAGER_BYTES["rmsnorm"], 4.0)
 
 
 def activation_bytes(c, q, xp):
     """Forward bytes of the FFN activation per element: the fused kernel's (``act_bytes``: 6
     SwiGLU, 4 GELU), or eager SwiGLU's two kernels (``EAGER_BYTES["swiglu"]``)."""
-    if "eager" not in q:
-        return c["act_bytes"]
-    return xp.where((q["eager"] > 0) & (c["gate"] > 1), EAGER_BYTES["swiglu"], c["act_bytes"])
+    on = _eager_swiglu(c, q)
+    return c["act_bytes"] if on is None else xp.where(on, EAGER_BYTES["swiglu"], c["act_bytes"])
 
 
 def eager_bytes(c, q, xp):

@@ -17,7 +17,8 @@ from .._errors import InvalidParameterError, check_integer
 from ._pipeline import Schedule, _schedule
 from ._workload import Attention, Recompute, Workload
 
-__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Elementwise", "EAGER_BYTES", "FLASH1_SPEED", "FLASH_BACKWARD_FLOPS", "Precision",
+__all__ = ["Plan", "LayerSplit", "AttentionKernel", "Elementwise", "EAGER_BYTES", "FLASH1_SPEED",
+           "FLASH_BACKWARD_FLOPS", "Precision",
            "RECOMPUTE_MODULES", "EPDispatch", "ExpertRouting", "FP8Recipe", "validate_plan"]
 
 
@@ -55,9 +56,9 @@ class Elementwise(enum.Enum):
 #: FeedForward; the same operators as Hugging Face's LlamaRMSNorm): ``rmsnorm`` 36 a norm
 #: (x.float() 2+4, pow 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2) against the
 #: fused kernel's 4; ``rotary`` 20 per query and key element (float() 2+4, the complex
-#: product 4+4, type_as 4+2; no fused count; Hugging Face's rotate_half form moves the same 20:
-#: the negated half 1+1, cat 2+2, two products 2+2 each, the sum 4+2); ``kv_repeat`` per key and value element of the
-#: repeated heads, 2 read per key/value head element and 2 written per query head element
+#: product 4+4, type_as 4+2; no fused count; Hugging Face's rotate_half form moves the same
+#: 20: the negated half 1+1, cat 2+2, two products 2+2 each, the sum 4+2); ``kv_repeat`` per
+#: key and value element of the repeated heads, 2 read per key/value head element and 2 written per query head element
 #: (repeat_kv's expand and reshape copy, only with fewer key/value heads than query heads);
 #: ``attention_out`` 4 per attention output element (transpose(1, 2).contiguous()); ``swiglu``
 #: 10 per FFN element (silu 2+2, the product 2+2+2) against the fused 6. Backward moves twice
