@@ -55,9 +55,15 @@ log-sum-exp (:math:`2 n_q d_v + 4 n_q`), an MoE layer's expert part whole;
 parallelism); with ``recompute_layers`` = :math:`k` only :math:`k` layers of each pipeline
 chunk do, the others keeping everything (Megatron-core's block method).
 
-The first pipeline stage holds the most: the activations of :math:`p` micro-batches of its
+The first pipeline stage holds the activations of :math:`p` micro-batches of its
 :math:`L/p` layers under 1F1B (:math:`L` layers' worth), times :math:`1 + (p-1)/(p v)`
-interleaved (the paper's eq. for interleaving), :math:`m` micro-batches under GPipe.
+interleaved (the paper's eq. for interleaving), :math:`m` micro-batches under GPipe, and the
+input embedding's dropout masks (sec. 4.3: :math:`sbh/t` per micro-batch in flight). The
+last stage holds its layers for :func:`last_stage_in_flight` micro-batches and the output
+layer and the loss (sec. 4.3: :math:`4sbh(1 + v/h)/t`, the logits in FP32) of one
+micro-batch (all :math:`m` under GPipe), with each multi-token-prediction module's layer and
+head. The memory is the fuller of the two; with one stage, or under DualPipe (its first rank
+holds the last stage too), their sum.
 
 The result is a number and a ``fits`` flag against ``usable_memory`` x HBM: a plan that
 does not fit is reported, not refused.
@@ -72,8 +78,8 @@ from ._pipeline import SCHEDULE_CODES, Schedule
 from ._plan import fused_attention
 from ._workload import Recompute
 
-__all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "in_flight", "parameter_copies", "state_bytes",
-           "zero_group"]
+__all__ = ["activation_bytes_per_layer", "blended_activation_bytes", "embedding_mask_bytes", "head_activation_bytes",
+           "in_flight", "last_stage_in_flight", "parameter_copies", "state_bytes", "zero_group"]
 
 _REC = {r: i for i, r in enumerate(Recompute)}
 _BF16_BYTES = 2.0
@@ -171,6 +177,40 @@ def in_flight(q, m, xp):
         default=pp,
     )
     return xp.minimum(n, m * xp.where(sched == sc[Schedule.GPIPE], 1.0, v))
+
+
+def last_stage_in_flight(q, m, xp):
+    """Micro-batches whose activations the last pipeline stage holds, in units of one
+    micro-batch through the stage's layers: 1 under 1F1B (each forward is followed by its
+    backward), :math:`((v - 1) p + 1)/v` interleaved (Megatron-core's warm-up of the last rank,
+    :math:`(v - 1) p` chunk forwards, plus the one in flight), :math:`m` under GPipe, :math:`p`
+    under ZB-H2 (an assumption: its extra warm-up forwards, counted like 1F1B's first stage)."""
+    sc = SCHEDULE_CODES
+    sched, pp, v = q["sched"], q["pp"], q["v"]
+    n = xp.select([sched == sc[Schedule.GPIPE], sched == sc[Schedule.INTERLEAVED], sched == sc[Schedule.ZB_H2]],
+                  [m, ((v - 1.0) * pp + 1.0) / v, pp], default=1.0)
+    return xp.minimum(n, m * xp.where(sched == sc[Schedule.GPIPE], 1.0, v))
+
+
+def head_activation_bytes(c, q, xp):
+    """Activations of the output layer and the loss for one micro-batch on the rank holding
+    the last stage (Korthikanti et al. 2022, sec. 4.3): the final norm's input and the output
+    projection's input, :math:`4h` per token (divided by :math:`t` with sequence parallelism),
+    and the logits kept in FP32 for the cross-entropy's backward, :math:`4v/t` (the output
+    layer is split over the vocabulary); each multi-token-prediction module has its own."""
+    t = q["tp"]
+    tokens = q["mb"] * c["seq"] / q["cp"]
+    hidden = xp.where(q["sp"] > 0, 4.0 * c["hidden"] / t, 4.0 * c["hidden"])
+    return tokens * (1.0 + c["mtp"]) * (hidden + 4.0 * c["vocab"] / t)
+
+
+def embedding_mask_bytes(c, q, xp):
+    """The input embedding's dropout mask for one micro-batch on the first stage, 1 byte per
+    element (Korthikanti et al. 2022, sec. 4.3: :math:`sbh/t` per micro-batch in flight); 0
+    without dropout."""
+    t = q["tp"]
+    tokens = q["mb"] * c["seq"] / q["cp"]
+    return tokens * c["dropout"] * xp.where(q["sp"] > 0, c["hidden"] / t, c["hidden"])
 
 
 def zero_group(q, xp):

@@ -103,7 +103,8 @@ import numpy as np
 from .._errors import InvalidParameterError, check_nonnegative
 from ._collectives import Algorithm, Collective, _one_level
 from ._hardware import Efficiency, Hardware, KernelModel
-from ._memory import blended_activation_bytes, in_flight, parameter_copies, state_bytes, zero_group
+from ._memory import blended_activation_bytes, embedding_mask_bytes, head_activation_bytes, in_flight, \
+    last_stage_in_flight, parameter_copies, state_bytes, zero_group
 from ._operators import kernel_model_constants, layer_times, workload_operator_constants
 from ._pipeline import SCHEDULE_CODES, Schedule, _schedule, idle_per_stage
 from ._plan import ATTENTION_CODES, ELEMENTWISE_CODES, AttentionKernel, Elementwise, EPDispatch, ExpertRouting, \
@@ -245,12 +246,23 @@ def offloaded_share(q, sh, xp=jnp):
 
 def activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
     """Activations of the fullest stage: the bytes of one micro-batch that offloading moves to
-    host memory, and the bytes the stage holds in HBM (its micro-batches in flight, the
-    offloaded layers' share left out)."""
+    host memory, and the bytes the fuller of the first and the last stage holds in HBM (its
+    micro-batches in flight, the offloaded layers' share left out; the first stage with the
+    input embedding's dropout masks, the last with the output layer and the loss)."""
     dense, moe = blended_activation_bytes(c, q_kept, q_full, phi, xp)
     one = dense * (sh["stage_layers"] - sh["moe_stage"]) + moe * sh["moe_stage"]
     share = offloaded_share(q, sh, xp)
-    return share * one, in_flight(q, m, xp) * one * (1.0 - share)
+    held = one * (1.0 - share)
+    first = in_flight(q, m, xp) * (held + embedding_mask_bytes(c, q, xp))
+    # the last stage: its layers' micro-batches in flight, and the output layer, the loss and
+    # any multi-token-prediction modules (their layers and heads) of the micro-batches between
+    # their forward and their backward (all m under GPipe, one otherwise)
+    heads = (xp.where(q["sched"] == SCHEDULE_CODES[Schedule.GPIPE], m, 1.0)
+             * (head_activation_bytes(c, q, xp) + c["mtp"] * xp.where(c["mtp_moe"] > 0, moe, dense)))
+    last = last_stage_in_flight(q, m, xp) * held + heads
+    # one stage, or DualPipe's rank holding the first and the last stage, holds both
+    single = (q["pp"] <= 1) | (q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE])
+    return share * one, xp.where(single, first + heads, xp.maximum(first, last))
 
 
 def check_elementwise(hardware: Hardware, plan: Plan) -> None:

@@ -37,10 +37,13 @@ def test_the_model_states_follow_the_zero_stage(zero, weights, grads, optimizer)
 def test_the_activations_are_korthikanti_eq_1(kernel, per_token):
     """One micro-batch of one sequence through the 4 layers, no parallelism: s b h (34 + 5 a s / h)
     bytes per layer with the unfused scores; a fused kernel keeps the log-sum-exp instead
-    (4 bytes per head and token)."""
+    (4 bytes per head and token). The input and output layers add (sec. 4.3, p = 1) the
+    embedding's dropout mask, s b h, and the final norm's and the output layer's inputs with
+    the FP32 logits, 4 s b h (1 + v / h)."""
     b = step_time(GPT, A100, Plan(tp=1, pp=1, dp=8, global_batch=8, attention_kernel=kernel))
-    h, a, s = GPT.hidden, GPT.heads, GPT.seq_len
-    assert b.activations_bytes == pytest.approx(GPT.layers * s * per_token(h, a, s), rel=1e-12)
+    h, a, s, v = GPT.hidden, GPT.heads, GPT.seq_len, GPT.vocab
+    ends = s * h + 4 * s * h * (1 + v / h)
+    assert b.activations_bytes == pytest.approx(GPT.layers * s * per_token(h, a, s) + ends, rel=1e-12)
 
 
 @settings(max_examples=30, deadline=None)

@@ -109,9 +109,16 @@ def test_communication_cores_slow_the_compute_they_overlap():
 
 
 def _activations_per_layer(w, plan):
-    """One micro-batch through one layer: the first stage of a pp=1 1F1B plan holds one."""
+    """One micro-batch through one layer: the one stage of a pp=1 1F1B plan holds one, and
+    the input and output layers of sec. 4.3 (p = 1), taken off: the embedding's dropout mask,
+    s b h / t, and the final norm's and output layer's inputs with the FP32 logits,
+    4 s b h (1 + v/h) / t (the norm's part replicated without sequence parallelism)."""
     m = memory_breakdown(w, HW, plan)
-    return m.activations / w.layers
+    t, tokens = plan.tp, w.seq_len * plan.micro_batch
+    sp = plan.sequence_parallel
+    ends = tokens * (w.hidden * (1 if w.dropout else 0) / (t if sp else 1)
+                     + 4 * w.hidden / (t if sp else 1) + 4 * w.vocab / t)
+    return (m.activations - ends) / w.layers
 
 
 @pytest.mark.parametrize("t", [1, 2, 8])
@@ -133,11 +140,15 @@ def test_korthikanti_activation_formulas(t):
 
 
 def test_first_stage_holds_the_in_flight_micro_batches():
-    w = dataclasses.replace(GPT, layers=8)
+    # a vocabulary small enough that the last stage's head (4 s h (1 + v/h) per micro-batch)
+    # leaves the first stage the fullest
+    w = dataclasses.replace(GPT, layers=8, vocab=256)
     base = Plan(tp=1, pp=4, dp=1, global_batch=16, micro_batch=1, recompute=Recompute.FULL)
     one = memory_breakdown(w, HW, base)
     per_layer_mb = 2 * GPT.seq_len * GPT.hidden
-    assert one.activations == pytest.approx(4 * 2 * per_layer_mb, rel=1e-12)  # p micro-batches x L/p layers
+    mask = GPT.seq_len * GPT.hidden  # the embedding's dropout mask, one byte per element
+    # p micro-batches x (L/p layers and the mask)
+    assert one.activations == pytest.approx(4 * (2 * per_layer_mb + mask), rel=1e-12)
     inter = memory_breakdown(w, HW, base.replace(schedule=Schedule.INTERLEAVED, virtual_stages=2))
     assert inter.activations == pytest.approx(one.activations * (1 + 3 / 8), rel=1e-12)  # 1 + (p-1)/(p v)
 

@@ -15,7 +15,11 @@ from markovsim.training._spec import plan_from_document
 from markovsim.training._step import RECOMPUTE_CODES, SCHEDULE_CODES
 from markovsim.training._workload import Recompute
 
-W = Workload("rec-test", layers=24, hidden=2048, ffn_hidden=8192, heads=16, kv_heads=16, vocab=32000, seq_len=4096)
+# a small vocabulary: the last stage's output layer and logits (held whatever is recomputed)
+# stay below the first stage's layers, so the fullest stage is the first at every k and its
+# memory is on the line too (with a large one the last stage can take over under full
+# recomputation: tests/training/test_output_layer_memory.py)
+W = Workload("rec-test", layers=24, hidden=2048, ffn_hidden=8192, heads=16, kv_heads=16, vocab=256, seq_len=4096)
 HW = load_hardware("h100_sxm")
 FIELDS = ("step_time", "compute", "bubble", "tp_exposed")
 

@@ -103,12 +103,15 @@ def test_selective_op_lies_between_none_and_full(w, tp, mb, attn):
 
 def test_kept_activations_of_a_llama_layer():
     """Per token (no TP): the input 2h, the outputs of wq, wv, w1 and w2 in BF16 and the
-    attention output with its log-sum-exp."""
+    attention output with its log-sum-exp; the output layer's inputs and FP32 logits, 4h + 4v,
+    on top (Korthikanti et al. 2022, sec. 4.3)."""
     w = DENSE[0]
     h, f, d = w.hidden, w.ffn_hidden, w.d_head
     per_token = 2 * h + 2 * (w.heads * d + w.kv_heads * d + f + h) + 2 * w.heads * d + 4 * w.heads
-    got = memory_breakdown(w, HW, _plan("selective-op").replace(zero_stage=1)).activations
-    assert got == pytest.approx(w.layers * w.seq_len * per_token, rel=1e-12)
+    plan = _plan("selective-op").replace(zero_stage=1)
+    assert plan.tp == 1 and plan.pp == 1 and plan.micro_batch == 1 and not w.dropout
+    got = memory_breakdown(w, HW, plan).activations
+    assert got == pytest.approx(w.seq_len * (w.layers * per_token + 4 * h + 4 * w.vocab), rel=1e-12)
 
 
 def test_an_moe_layer_keeps_its_experts_and_repeats_the_rest():
