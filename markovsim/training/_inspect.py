@@ -13,11 +13,10 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from ._hardware import Hardware
-from ._memory import state_bytes
 from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, eager_bytes, gemm_precision, \
     gemm_seconds
 from ._plan import Plan, validate_plan
-from ._step import _plan_arrays, activation_bytes, kernel_constants, recompute_split, stage_shares
+from ._step import _plan_arrays, kernel_constants, recompute_split, stage_memory, stage_shares
 from ._workload import Workload
 
 __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
@@ -53,10 +52,10 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     c = {k: np.asarray(v) for k, v in kernel_constants(workload, hardware, eff).items()}
     q = {k: np.asarray(v, dtype=float) for k, v in _plan_arrays(plan, 0.0, workload, hardware).items()}
     sh = stage_shares(c, q, np)
-    weights, grads, opt = state_bytes(c, q, sh["dense_rank"], sh["expert_rank"], sh["edp"], np, sh["stage_layers"])
     q_kept, q_full, phi = recompute_split(c, q, sh, np)
-    _, act = activation_bytes(c, q, sh, q_kept, q_full, phi, q["gbs"] / (q["dp"] * q["mb"]), np)
-    total = float(weights + grads + opt + act)
+    mem = stage_memory(c, q, sh, q_kept, q_full, phi, q["gbs"] / (q["dp"] * q["mb"]), np)
+    weights, grads, opt, act = mem["weights"], mem["grads"], mem["optimizer"], mem["activations"]
+    total = float(mem["total"])
     usable = eff.usable_memory * hardware.hbm_bytes
     return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)
 

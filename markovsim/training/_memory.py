@@ -15,12 +15,17 @@ tensor and pipeline parallelism, of the expert weights after expert parallelism)
   (``optimizer_moments``), sharded with ZeRO-1 and up (Megatron-LM's distributed optimizer
   is ZeRO-1).
 
+The parameters are those of the rank's end of the pipeline (``_step.stage_parameters``): the
+first stage's layers and the input embedding, the last stage's layers, the output layer (a
+copy of the embedding when tied), the final norm and the multi-token-prediction modules; no
+FP8 copy of the embedding and the output layer (``plain_rank``).
+
 DualPipe holds two stages per rank, one per direction: weights and gradients count twice
 (DeepSeek-AI 2024, Table 2, "Parameter 2x"), the optimizer states once (an assumption: the
 two copies are one parameter to the optimizer; the report does not say).
 
-Tied embeddings are held once on the first and once on the last stage, which the
-fullest-stage share covers.
+Tied embeddings are held once on the first and once on the last stage (the copy counted with
+the last stage's parameters).
 
 Activations of one layer for one micro-batch of :math:`b` sequences (Korthikanti et al.
 2022, sec. 4, generalised to GQA, SwiGLU, MoE and models without dropout), in bytes per
@@ -219,12 +224,15 @@ def zero_group(q, xp):
     return xp.where(q["shard"] > 0, q["shard"], q["dp"] * q["cp"])
 
 
-def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
+def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None, plain_rank=0.0):
     """Weights, gradients and optimizer states of one rank, bytes (three arrays).
 
     ``stage_layers``: layers of the rank's stage, for the ZeRO-3 gather buffers (two layers'
     weights, gathered in BF16: the layer being computed and the one prefetched); ``None``
-    leaves them out."""
+    leaves them out. ``plain_rank``: the part of ``dense_rank`` no FP8 GEMM reads (the
+    embedding and the output layer, which Megatron-core keeps out of Transformer Engine's
+    FP8 layers): no FP8 copy of it, and with ``fp8_params`` it stays in BF16 (2 bytes, as the
+    FP8 pair it would otherwise be)."""
     zero = q["zero"]
     dp = zero_group(q, xp)
 
@@ -237,7 +245,8 @@ def state_bytes(c, q, dense_rank, expert_rank, edp, xp, stage_layers=None):
     # the FP8 copy (and transpose) is made of the weights the rank holds: its shard under ZeRO-3;
     # with FP8 weights (fp8_params) that pair is all there is, no BF16 copy beside it
     fp8_only = q["fp8_params"] > 0
-    weights = 2.0 * both(3) * xp.where((q["fp8"] > 0) & ~fp8_only, 2.0, 1.0)
+    copy = xp.where((q["fp8"] > 0) & ~fp8_only, 2.0, 1.0)
+    weights = 2.0 * (both(3) * copy - shard(3, plain_rank, dp) * (copy - 1.0))
     if stage_layers is not None:
         per = xp.where(fp8_only, 1.0, _BF16_BYTES)  # gathered in FP8 with fp8_params
         gathered = 2.0 * per * (dense_rank + expert_rank) / xp.maximum(stage_layers, 1.0)

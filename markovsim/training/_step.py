@@ -204,6 +204,9 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
             "fit the kernel model with markovsim.training.calibrate")
     kernels = hardware.kernels or KernelModel()
     pc = parameter_count(w)
+    # the routed experts of the multi-token-prediction modules (sharded like the others)
+    mtp_expert = (float(w.mtp_layers * w.moe.routed_experts * w.ffn_kind.matrices * w.hidden * w.moe.expert_ffn)
+                  if w.moe is not None else 0.0)
     hw_flops = np.array([flops_per_token(w, recompute=r)[1] for r in Recompute], float)
     rmf = module_recompute_flops(w)
     lv = hardware.levels
@@ -213,6 +216,7 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
     c.update(kernel_model_constants(hardware, kernels))
     c.update(
         dense_params=pc.total - pc.expert_total, expert_params=pc.expert_total,
+        embed_params=pc.embedding, output_params=pc.output, mtp_dense=pc.mtp - mtp_expert, mtp_expert=mtp_expert,
         tied=1.0 if w.tied_embeddings else 0.0,
         flops_palm=model_flops_per_token(w, FlopConvention.PALM),
         flops_causal=model_flops_per_token(w, FlopConvention.CAUSAL),
@@ -261,8 +265,59 @@ def activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
              * (head_activation_bytes(c, q, xp) + c["mtp"] * xp.where(c["mtp_moe"] > 0, moe, dense)))
     last = last_stage_in_flight(q, m, xp) * held + heads
     # one stage, or DualPipe's rank holding the first and the last stage, holds both
-    single = (q["pp"] <= 1) | (q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE])
-    return share * one, xp.where(single, first + heads, xp.maximum(first, last))
+    single = holds_both_ends(q)
+    both = first + heads
+    return share * one, xp.where(single, both, first), xp.where(single, both, last)
+
+
+def holds_both_ends(q):
+    """Whether one rank holds the first and the last stage: no pipeline, or DualPipe (whose
+    first rank runs stage 0 and stage p - 1)."""
+    return (q["pp"] <= 1) | (q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE])
+
+
+def stage_parameters(c, q, sh, xp=jnp):
+    """Dense and expert parameters of the ranks holding the first and the last stage, for
+    the memory: the layers' share of the stage, and on the first stage the input embedding,
+    on the last the output layer (a copy of the embedding when the two are tied and there
+    is a pipeline), the final norm and the multi-token-prediction modules. One rank holding
+    both ends (no pipeline; DualPipe, counted as its two copies of a stage, module
+    ``_memory``) holds all of them. Also the embedding's and the output layer's share of each
+    (no FP8 copy of them). The times keep the layers' even share (``stage_shares``)."""
+    share, t = sh["stage_share"], q["tp"]
+    layers = c["dense_params"] - c["embed_params"] - c["output_params"] - c["hidden"]
+    head = xp.where(c["output_params"] > 0, c["output_params"], c["embed_params"])
+    first = layers * share + c["embed_params"]
+    last = layers * share + head + c["hidden"] + c["mtp_dense"]
+    whole = c["dense_params"] + c["mtp_dense"]
+    single = holds_both_ends(q)
+    dual = q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE]
+    # DualPipe: both ends on one rank, as two stages' worth the copies factor doubles
+    ends = xp.where(dual, (first + last) / 2.0, whole)
+    first, last = xp.where(single, ends, first) / t, xp.where(single, ends, last) / t
+    mtp_e = c["mtp_expert"] / q["ep"] * xp.where(dual, 0.5, 1.0)
+    expert_first = sh["expert_rank"] + xp.where(single, mtp_e, 0.0)
+    expert_last = sh["expert_rank"] + mtp_e
+    # the embedding and the output layer: no FP8 copy (``state_bytes``'s ``plain_rank``)
+    plain_ends = xp.where(dual, (c["embed_params"] + head) / 2.0, c["embed_params"] + c["output_params"])
+    plain_first = xp.where(single, plain_ends, c["embed_params"]) / t
+    plain_last = xp.where(single, plain_ends, head) / t
+    return first, expert_first, last, expert_last, plain_first, plain_last
+
+
+def stage_memory(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
+    """The memory of the fuller of the first and the last stage's rank: its weights,
+    gradients, optimizer states and activations (bytes), their total, and the bytes of one
+    micro-batch that offloading moves."""
+    moved, act_first, act_last = activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp)
+    d_f, e_f, d_l, e_l, p_f, p_l = stage_parameters(c, q, sh, xp)
+    first = state_bytes(c, q, d_f, e_f, sh["edp"], xp, sh["stage_layers"], p_f) + (act_first,)
+    last = state_bytes(c, q, d_l, e_l, sh["edp"], xp, sh["stage_layers"], p_l) + (act_last,)
+    total_f, total_l = sum(first), sum(last)
+    take_first = total_f >= total_l
+    parts = tuple(xp.where(take_first, a, b) for a, b in zip(first, last))
+    return dict(weights=parts[0], grads=parts[1], optimizer=parts[2], activations=parts[3],
+                total=xp.maximum(total_f, total_l), moved=moved)
 
 
 def check_elementwise(hardware: Hardware, plan: Plan) -> None:
@@ -538,15 +593,16 @@ def _kernel(c: dict, q: dict, legacy: bool = False, moe: bool = True) -> dict:
     # activation offloading: the offloaded layers' activations of each micro-batch go to host
     # memory during its forward and come back during its backward (a third and two thirds of
     # the micro-batch's compute), each direction hidden behind the phase it runs in
-    moved, act_bytes = activation_bytes(c, q, sh, q_kept, q_full, phi, m, jnp)
+    mem = stage_memory(c, q, sh, q_kept, q_full, phi, m, jnp)
+    moved = mem["moved"]
     transfer = moved / jnp.maximum(c["host_bw"], 1e-300)
     offload = jnp.where(q["offload"] > 0, m * (jnp.maximum(transfer - t_mb / 3.0, 0.0)
                                                + jnp.maximum(transfer - 2.0 * t_mb / 3.0, 0.0)), 0.0)
     step = (compute + bubble + exposed_tp + exposed_ep + exposed_pp + exposed_dp + optimizer + grad_norm + sync
             + overhead + data_loading + straggler + offload)
     # memory
-    weights, grads, opt_states = state_bytes(c, q, dense_rank, expert_rank, edp, jnp, sh["stage_layers"])
-    memory = weights + grads + opt_states + act_bytes
+    weights, grads, opt_states, act_bytes = mem["weights"], mem["grads"], mem["optimizer"], mem["activations"]
+    memory = mem["total"]
     tokens_per_s = gbs * s / step
     per_gpu = tokens_per_s / world
     return dict(step_time=step, compute=compute, bubble=bubble, tp_exposed=exposed_tp,

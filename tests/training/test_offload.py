@@ -35,7 +35,11 @@ def test_memory_drops_by_the_offloaded_share_of_each_chunk(k, pp, rec):
     kept = layers0 * (1 - k / chunk)
     expected = kept + head if pp == 1 else max(2 * kept, kept + head)
     assert mk.activations == pytest.approx(expected, rel=1e-12)
-    assert (mk.weights, mk.gradients, mk.optimizer) == (m0.weights, m0.gradients, m0.optimizer)
+    # the model states do not move (with a pipeline the fuller end may change from the first
+    # stage to the last, whose states differ from the first's by the final norm only: the
+    # embedding and the untied output layer are the same size)
+    for a, b in ((mk.weights, m0.weights), (mk.gradients, m0.gradients), (mk.optimizer, m0.optimizer)):
+        assert a == pytest.approx(b, rel=1e-5)
     b0, bk = step_time(W, HW, base), step_time(W, HW, base.replace(offload_layers=k))
     assert bk.memory_bytes == pytest.approx(mk.total, rel=1e-12)
     assert bk.step_time >= b0.step_time and bk.offload_exposed >= 0

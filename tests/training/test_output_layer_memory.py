@@ -98,3 +98,46 @@ def test_the_logits_grow_with_the_vocabulary_at_four_bytes(extra, tp, mb):
     plan = full(tp=tp, dp=8 // tp if tp < 8 else 1, global_batch=8 * mb, micro_batch=mb)
     grown = dataclasses.replace(W, vocab=V + extra)
     assert act(plan, grown) - act(plan) == pytest.approx(4 * mb * S * extra / tp, rel=1e-9)
+
+
+# ------------------------------------------------------------------ the ends' parameters
+
+
+def test_the_last_stage_holds_the_output_layer_and_the_first_the_embedding():
+    """Eight stages, full recomputation, no ZeRO: the last stage (the fuller: its head
+    outweighs the first stage's in-flight inputs) holds its 4 layers' weights, the untied
+    output layer and the final norm, 2 bytes each in BF16; not an eighth of the whole model."""
+    from markovsim.training._workload import parameter_count
+    pc = parameter_count(W)
+    layers = pc.total - pc.embedding - pc.output - H
+    p = 8
+    b = step_time(W, HW, full(pp=p, dp=1, global_batch=8, zero_stage=0))
+    assert b.weights_bytes == pytest.approx(2 * (layers / p + V * H + H), rel=1e-12)
+    assert b.weights_bytes > 2 * pc.total / p * 1.35  # the even share misses 39 % of it
+    # the first stage, fuller once the head is small: its layers and the input embedding
+    small = dataclasses.replace(W, vocab=512)
+    ps = parameter_count(small)
+    b = step_time(small, HW, full(pp=p, dp=1, global_batch=8, zero_stage=0))
+    assert b.weights_bytes == pytest.approx(2 * ((ps.total - 2 * 512 * H - H) / p + 512 * H), rel=1e-12)
+
+
+def test_one_stage_holds_every_parameter_with_the_prediction_modules():
+    from markovsim.training._workload import parameter_count
+    w = dataclasses.replace(W, mtp_layers=1)
+    pc = parameter_count(w)
+    b = step_time(w, HW, full(zero_stage=0))
+    assert b.weights_bytes == pytest.approx(2 * (pc.total + pc.mtp), rel=1e-12)
+    assert b.weights_bytes - step_time(W, HW, full(zero_stage=0)).weights_bytes == pytest.approx(2 * pc.mtp, rel=1e-9)
+
+
+@pytest.mark.parametrize("fp8_params", [False, True])
+def test_fp8_runs_copy_the_layers_weights_not_the_embedding_and_the_output_layer(fp8_params):
+    """Megatron-core's FP8 layers are the transformer's linear layers: an FP8 copy and its
+    transpose (2 bytes more) of every weight but the embedding's and the output layer's; with
+    FP8 weights (fp8_params) the pair is all there is, and those two stay BF16 (2 bytes)."""
+    from markovsim.training._workload import parameter_count
+    pc = parameter_count(W)
+    ends = pc.embedding + pc.output
+    b = step_time(W, HW, full(zero_stage=0, precision="fp8", fp8_params=fp8_params))
+    per = 2 if fp8_params else 4
+    assert b.weights_bytes == pytest.approx(per * (pc.total - ends) + 2 * ends, rel=1e-12)
