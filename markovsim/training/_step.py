@@ -311,13 +311,14 @@ def stage_memory(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
     micro-batch that offloading moves."""
     moved, act_first, act_last = activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp)
     d_f, e_f, d_l, e_l, p_f, p_l = stage_parameters(c, q, sh, xp)
-    first = state_bytes(c, q, d_f, e_f, sh["edp"], xp, sh["stage_layers"], p_f) + (act_first,)
-    last = state_bytes(c, q, d_l, e_l, sh["edp"], xp, sh["stage_layers"], p_l) + (act_last,)
-    total_f, total_l = sum(first), sum(last)
-    take_first = total_f >= total_l
-    parts = tuple(xp.where(take_first, a, b) for a, b in zip(first, last))
+    # the two ends as one leading axis (one set of operations to trace, not two)
+    parts = state_bytes(c, q, xp.stack([d_f, d_l]), xp.stack([e_f, e_l]), sh["edp"], xp, sh["stage_layers"],
+                        xp.stack([p_f, p_l])) + (xp.stack([act_first, act_last]),)
+    totals = sum(parts)
+    take_first = totals[0] >= totals[1]
+    parts = tuple(xp.where(take_first, a[0], a[1]) for a in parts)
     return dict(weights=parts[0], grads=parts[1], optimizer=parts[2], activations=parts[3],
-                total=xp.maximum(total_f, total_l), moved=moved)
+                total=xp.maximum(totals[0], totals[1]), moved=moved)
 
 
 def check_elementwise(hardware: Hardware, plan: Plan) -> None:
