@@ -204,9 +204,6 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
             "fit the kernel model with markovsim.training.calibrate")
     kernels = hardware.kernels or KernelModel()
     pc = parameter_count(w)
-    # the routed experts of the multi-token-prediction modules (sharded like the others)
-    mtp_expert = (float(w.mtp_layers * w.moe.routed_experts * w.ffn_kind.matrices * w.hidden * w.moe.expert_ffn)
-                  if w.moe is not None else 0.0)
     hw_flops = np.array([flops_per_token(w, recompute=r)[1] for r in Recompute], float)
     rmf = module_recompute_flops(w)
     lv = hardware.levels
@@ -216,7 +213,8 @@ def kernel_constants(workload: Workload, hardware: Hardware, efficiency: Efficie
     c.update(kernel_model_constants(hardware, kernels))
     c.update(
         dense_params=pc.total - pc.expert_total, expert_params=pc.expert_total,
-        embed_params=pc.embedding, output_params=pc.output, mtp_dense=pc.mtp - mtp_expert, mtp_expert=mtp_expert,
+        embed_params=pc.embedding, output_params=pc.output, mtp_dense=pc.mtp - pc.mtp_expert,
+        mtp_expert=pc.mtp_expert,
         tied=1.0 if w.tied_embeddings else 0.0,
         flops_palm=model_flops_per_token(w, FlopConvention.PALM),
         flops_causal=model_flops_per_token(w, FlopConvention.CAUSAL),
@@ -284,25 +282,25 @@ def stage_parameters(c, q, sh, xp=jnp):
     both ends (no pipeline; DualPipe, counted as its two copies of a stage, module
     ``_memory``) holds all of them. Also the embedding's and the output layer's share of each
     (no FP8 copy of them). The times keep the layers' even share (``stage_shares``)."""
-    share, t = sh["stage_share"], q["tp"]
-    layers = c["dense_params"] - c["embed_params"] - c["output_params"] - c["hidden"]
-    head = xp.where(c["output_params"] > 0, c["output_params"], c["embed_params"])
-    first = layers * share + c["embed_params"]
-    last = layers * share + head + c["hidden"] + c["mtp_dense"]
-    whole = c["dense_params"] + c["mtp_dense"]
     single = holds_both_ends(q)
     dual = q["sched"] == SCHEDULE_CODES[Schedule.DUALPIPE]
-    # DualPipe: both ends on one rank, as two stages' worth the copies factor doubles
-    ends = xp.where(dual, (first + last) / 2.0, whole)
-    first, last = xp.where(single, ends, first) / t, xp.where(single, ends, last) / t
-    mtp_e = c["mtp_expert"] / q["ep"] * xp.where(dual, 0.5, 1.0)
-    expert_first = sh["expert_rank"] + xp.where(single, mtp_e, 0.0)
-    expert_last = sh["expert_rank"] + mtp_e
+
+    def ends(first, last, whole):
+        # one rank with both ends holds the whole; under DualPipe as two stages' worth, which
+        # state_bytes's copies factor doubles
+        both = xp.where(dual, (first + last) / 2.0, whole)
+        return xp.where(single, both, first), xp.where(single, both, last)
+
+    share, t, emb, out = sh["stage_share"], q["tp"], c["embed_params"], c["output_params"]
+    layers = (c["dense_params"] - emb - out - c["hidden"]) * share
+    head = xp.where(out > 0, out, emb)
+    dense = ends(layers + emb, layers + head + c["hidden"] + c["mtp_dense"], c["dense_params"] + c["mtp_dense"])
+    mtp_e = c["mtp_expert"] / q["ep"]
+    expert = ends(0.0, mtp_e, mtp_e)
     # the embedding and the output layer: no FP8 copy (``state_bytes``'s ``plain_rank``)
-    plain_ends = xp.where(dual, (c["embed_params"] + head) / 2.0, c["embed_params"] + c["output_params"])
-    plain_first = xp.where(single, plain_ends, c["embed_params"]) / t
-    plain_last = xp.where(single, plain_ends, head) / t
-    return first, expert_first, last, expert_last, plain_first, plain_last
+    plain = ends(emb, head, emb + out)
+    return (dense[0] / t, sh["expert_rank"] + expert[0], dense[1] / t, sh["expert_rank"] + expert[1],
+            plain[0] / t, plain[1] / t)
 
 
 def stage_memory(c, q, sh, q_kept, q_full, phi, m, xp=jnp):

@@ -210,6 +210,7 @@ class ParameterCount:
     moe_active_per_layer: float
     expert_total: float  # all routed-expert weights in the model (what EP shards)
     mtp: float
+    mtp_expert: float = 0.0  # the routed-expert weights of the MTP modules (part of mtp)
 
 
 def _attention_params(w: Workload) -> float:
@@ -238,8 +239,9 @@ def parameter_count(workload: Workload) -> ParameterCount:
         moe_all = (e.routed_experts + e.shared_experts) * one + h * e.routed_experts
         moe_act = (e.top_k + e.shared_experts) * one + h * e.routed_experts
         expert_total = w.moe_layers * e.routed_experts * one
+        mtp_expert = w.mtp_layers * e.routed_experts * one
     else:
-        moe_all = moe_act = expert_total = 0.0
+        moe_all = moe_act = expert_total = mtp_expert = 0.0
     emb = w.vocab * h
     heads = 1 if w.tied_embeddings else 2
     body = w.layers * (attn + norms) + w.dense_layers * dense_ffn
@@ -250,7 +252,7 @@ def parameter_count(workload: Workload) -> ParameterCount:
     mtp = w.mtp_layers * (2 * h * h + 2 * h + mtp_layer)
     return ParameterCount(float(total), float(active), float(emb), float(emb if heads == 2 else 0.0), float(attn),
                           float(dense_ffn), float(moe_all), float(moe_act), float(expert_total),
-                          float(mtp))
+                          float(mtp), float(mtp_expert))
 
 
 def attended_keys(w: Workload, seq_len: int, causal: bool) -> float:
