@@ -790,6 +790,24 @@ def test_train_says_how_far_over_memory_and_names_the_modules(capsys, tmp_path):
     assert "tight, it may run" in _over(tight, usable, spec.hardware.hbm_bytes)
 
 
+def test_train_names_the_pipeline_stage_its_memory_is_of(capsys):
+    """With a pipeline the memory line says which end is the fuller (full recomputation puts
+    the 128K-vocabulary head on the last stage ahead of the first's in-flight layer inputs),
+    and the JSON carries it; one rank holding both ends says nothing."""
+    spec = tr.load_plan("llama3_70b_h100_64")
+    for recompute in ("none", "full"):
+        want = tr.memory_breakdown(spec.workload, spec.hardware, spec.plan.replace(recompute=recompute),
+                                   efficiency=spec.efficiency).stage
+        code, out, err = run(capsys, "train", "llama3_70b_h100_64", "--set", f"recompute={recompute}", "--quiet")
+        assert code == 0, err
+        assert f"usable, on the {want} pipeline stage (the fuller end)" in out
+        assert run_json(capsys, "train", "llama3_70b_h100_64", "--set", f"recompute={recompute}")["memory_stage"] == want
+    assert want == "last"
+    code, out, _ = run(capsys, "train", "llama3_70b_h100_64", "--set", "pp=1", "--set", "virtual_stages=1",
+                       "--set", "schedule=\"1f1b\"", "--quiet")
+    assert code == 0 and "pipeline stage" not in out
+
+
 def test_plan_refusals_say_why(capsys):
     """A TP or PP filter beyond the search's limit is refused with the limit to raise (it
     used to search and report no plan); with none found, the count says where the

@@ -69,6 +69,8 @@ def run(args) -> int:
         lin_evidence = tr.linearity_evidence(spec.hardware, args.batch)
         gap = _at_median_gap(lin_evidence, scaling)
     usable = o["usable_memory_bytes"]
+    # which rank the memory is of: with a pipeline, the fuller of the first and the last stage
+    stage = tr.memory_breakdown(spec.workload, spec.hardware, plan, efficiency=spec.efficiency).stage
     step = o["step_time_s"]
     parts = [(name, o[key]) for name, key in _parts() if o[key] > 0 or key == "bubble_s"]
     if args.csv:
@@ -104,7 +106,7 @@ def run(args) -> int:
                       "overrides": [x.text for x in changes], "plan": _plan_info(plan), "outputs": o,
                       **c.efficiency_json(_efficiency_used(spec)),
                       "caveats": tr.plan_caveats(spec), "evidence": tr.plan_evidence(spec),
-                      "usable_memory_bytes": usable,
+                      "usable_memory_bytes": usable, "memory_stage": stage,
                       "scaling": None if scaling is None else {
                           "batch": args.batch, "baseline": scaling[0]["cards"], "jitter_cv": args.jitter_cv,
                           "points": [{**r, "linearity_at_median_gap": m} for r, m in zip(scaling, gap)],
@@ -141,6 +143,7 @@ def run(args) -> int:
         ("HFU", c.pct(o["hfu"]) + (" of the BF16 peak" if tr.Precision(plan.precision) is tr.Precision.FP8 else "")),
         ("pipeline bubble", c.pct(o["pipeline_bubble_fraction"]) + " of compute + bubble"),
         ("memory per card", f"{o['memory_bytes'] / 2**30:.1f} GiB of {usable / 2**30:.1f} GiB usable"
+         + ("" if stage == "both" else f", on the {stage} pipeline stage (the fuller end)")
          + ("" if o["fits"] else _over(o["memory_bytes"], usable, spec.hardware.hbm_bytes))),
         ("  of which", _memory_parts(o)),
         ("TFLOP/s per card", f"{o['tflops_per_gpu']:.4g}"),

@@ -16,7 +16,8 @@ from ._hardware import Hardware
 from ._operators import _attention_core, _elementwise_bytes, _gemms, cast_bytes, eager_bytes, gemm_precision, \
     gemm_seconds
 from ._plan import Plan, validate_plan
-from ._step import _plan_arrays, kernel_constants, recompute_split, stage_memory, stage_shares
+from ._step import _plan_arrays, holds_both_ends, kernel_constants, recompute_split, stage_memory, \
+    stage_shares
 from ._workload import Workload
 
 __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
@@ -24,9 +25,12 @@ __all__ = ["MemoryBreakdown", "memory_breakdown", "Operator", "operator_table"]
 
 @dataclasses.dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes per rank on the fullest (first) pipeline stage, and whether it fits.
+    """Bytes per rank on the fuller of the first and the last pipeline stage, and whether
+    it fits.
 
-    ``usable_bytes`` = ``usable_memory`` x HBM; ``fits`` = ``total <= usable_bytes``.
+    ``usable_bytes`` = ``usable_memory`` x HBM; ``fits`` = ``total <= usable_bytes``;
+    ``stage``: which rank the numbers are of, ``"first"`` or ``"last"`` (the first on a tie),
+    or ``"both"`` where one rank holds both ends (no pipeline, or DualPipe).
     """
 
     weights: float
@@ -36,6 +40,7 @@ class MemoryBreakdown:
     total: float
     usable_bytes: float
     fits: bool
+    stage: str = "both"
 
 
 def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBreakdown:
@@ -57,7 +62,9 @@ def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBrea
     weights, grads, opt, act = mem["weights"], mem["grads"], mem["optimizer"], mem["activations"]
     total = float(mem["total"])
     usable = eff.usable_memory * hardware.hbm_bytes
-    return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable)
+    stage = "both" if bool(holds_both_ends(q)) else ("first" if bool(mem["first"]) else "last")
+    return MemoryBreakdown(float(weights), float(grads), float(opt), float(act), total, usable, total <= usable,
+                           stage)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -305,8 +305,9 @@ def stage_parameters(c, q, sh, xp=jnp):
 
 def stage_memory(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
     """The memory of the fuller of the first and the last stage's rank: its weights,
-    gradients, optimizer states and activations (bytes), their total, and the bytes of one
-    micro-batch that offloading moves."""
+    gradients, optimizer states and activations (bytes), their total, the bytes of one
+    micro-batch that offloading moves, and ``first`` (whether the first stage's rank is the
+    fuller, the tie included)."""
     moved, act_first, act_last = activation_bytes(c, q, sh, q_kept, q_full, phi, m, xp)
     d_f, e_f, d_l, e_l, p_f, p_l = stage_parameters(c, q, sh, xp)
     # the two ends as one leading axis (one set of operations to trace, not two)
@@ -316,7 +317,7 @@ def stage_memory(c, q, sh, q_kept, q_full, phi, m, xp=jnp):
     take_first = totals[0] >= totals[1]
     parts = tuple(xp.where(take_first, a[0], a[1]) for a in parts)
     return dict(weights=parts[0], grads=parts[1], optimizer=parts[2], activations=parts[3],
-                total=xp.maximum(totals[0], totals[1]), moved=moved)
+                total=xp.maximum(totals[0], totals[1]), moved=moved, first=take_first)
 
 
 def check_elementwise(hardware: Hardware, plan: Plan) -> None:

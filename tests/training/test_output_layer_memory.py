@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from markovsim.training import Plan, Workload, load_hardware, step_time
+from markovsim.training import Plan, Workload, load_hardware, memory_breakdown, step_time
 
 HW = load_hardware("h100_sxm")
 # a Llama-3-8B-like model: a 128K vocabulary against a 4K hidden size
@@ -55,6 +55,19 @@ def test_the_last_stage_can_be_the_fullest():
     first, last = p * layer_mb, layer_mb + 4 * S * H * (1 + V / H)
     assert last > first
     assert act(full(pp=p, dp=2)) == pytest.approx(last, rel=1e-12)
+
+
+def test_the_breakdown_names_the_stage_its_numbers_are_of():
+    """The fuller end: the last stage under full recomputation (above), the first without
+    recomputation (4 micro-batches of every activation against one and the head), and both
+    where one rank holds both ends (no pipeline; DualPipe)."""
+    def stage(plan):
+        return memory_breakdown(W, HW, plan).stage
+
+    assert stage(full(pp=4, dp=2)) == "last"
+    assert stage(full(pp=4, dp=2, recompute="none")) == "first"
+    assert stage(full()) == "both"
+    assert stage(full(pp=4, dp=2, schedule="dualpipe")) == "both"
 
 
 def test_gpipe_keeps_every_micro_batchs_head():
