@@ -40,7 +40,7 @@ class MemoryBreakdown:
     total: float
     usable_bytes: float
     fits: bool
-    stage: str = "both"
+    stage: str
 
 
 def memory_breakdown(workload, hardware, plan, *, efficiency=None) -> MemoryBreakdown:
