@@ -287,13 +287,20 @@ def _mmpp_loglik(theta, gaps_d, tail_d, return_end=False):
     p = np.array([b, a]) / (a + b)
     ll = 0.0
     E = np.einsum("ij,nj,jk->nik", V, np.exp(np.outer(gaps_d, w)), Vi)
-    for M in E:
-        p = (p @ M) * eta
-        s = p.sum()
+    # the scaled forward filter, on Python floats: two states, hundreds of gaps and thousands
+    # of likelihood calls per fit, where NumPy's per-call overhead on 2-vectors dominated
+    e0, e1 = float(eta[0]), float(eta[1])
+    p0, p1 = float(p[0]), float(p[1])
+    log = math.log
+    for m00, m01, m10, m11 in E.reshape(-1, 4).tolist():
+        q0 = (p0 * m00 + p1 * m10) * e0
+        q1 = (p0 * m01 + p1 * m11) * e1
+        s = q0 + q1
         if not s > 0:
             return (-np.inf, None) if return_end else -np.inf
-        ll += math.log(s)
-        p = p / s
+        ll += log(s)
+        p0, p1 = q0 / s, q1 / s
+    p = np.array([p0, p1])
     last = p @ (V @ np.diag(np.exp(w * tail_d)) @ Vi)
     s = last.sum()
     if not s > 0:

@@ -35,14 +35,10 @@ def kaplan_meier(durations, censored) -> tuple[np.ndarray, np.ndarray]:
     """Kaplan-Meier estimate of the CDF: ``(times, F(times))`` at each distinct observed time."""
     t = np.asarray(durations, dtype=float)
     c = np.asarray(censored, dtype=bool)
-    times = np.unique(t[~c])
-    F, surv = [], 1.0
-    for x in times:
-        at_risk = np.sum(t >= x)
-        deaths = np.sum((t == x) & ~c)
-        surv *= 1.0 - deaths / at_risk
-        F.append(1.0 - surv)
-    return times, np.asarray(F)
+    times, deaths = np.unique(t[~c], return_counts=True)
+    at_risk = t.size - np.searchsorted(np.sort(t), times, side="left")   # durations >= each time
+    surv = np.cumprod(1.0 - deaths / at_risk)
+    return times, 1.0 - surv
 
 
 def km_quantile(durations, censored, q: float) -> float:

@@ -336,7 +336,9 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _unpack(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> PhaseType:
+def _unpack_arrays(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, S)`` of the parameter vector ``theta``, as NumPy arrays (the likelihood is
+    evaluated thousands of times per fit: no JAX arrays and no checks on this path)."""
     i = 0
     zero = 0.0
     if has_zero:
@@ -345,14 +347,28 @@ def _unpack(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> Phase
         p = _softmax(theta[i:i + k - 1])
         rates = np.exp(theta[i + k - 1:i + 2 * k - 1])
         alpha = p * (1 - zero) if has_zero else p / p.sum()
-        return PhaseType(jnp.asarray(alpha), jnp.asarray(-np.diag(rates)))
+        return alpha, -np.diag(rates)
     rates = np.exp(theta[i:i + k])
     cont = _sigmoid(theta[i + k:i + 2 * k - 1])
-    return coxian(rates, cont, zero_mass=zero)
+    S = -np.diag(rates)
+    S[np.arange(k - 1), np.arange(1, k)] = rates[:-1] * cont
+    alpha = np.zeros(k)
+    alpha[0] = 1.0 - zero
+    return alpha, S
 
 
-def _loglik_ph(dist: PhaseType, t: np.ndarray, cens: np.ndarray, n_zero: int) -> float:
-    a, S = dist.numpy()
+def _unpack(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> PhaseType:
+    if form is PhaseForm.HYPEREXPONENTIAL:
+        alpha, S = _unpack_arrays(form, k, theta, has_zero)
+        return PhaseType(jnp.asarray(alpha), jnp.asarray(S))
+    i = 1 if has_zero else 0
+    zero = _sigmoid(theta[0]) if has_zero else 0.0
+    return coxian(np.exp(theta[i:i + k]), _sigmoid(theta[i + k:i + 2 * k - 1]), zero_mass=zero)
+
+
+def _loglik_ph(a: np.ndarray, S: np.ndarray, t: np.ndarray, cens: np.ndarray, n_zero: int) -> float:
+    if not (np.all(np.isfinite(S)) and np.all(np.diag(S) < 0)):
+        return -np.inf   # a rate under- or overflowed: not a distribution
     zero = max(1.0 - a.sum(), 0.0)
     s = -S.sum(axis=1)
     if _is_diagonal(S):
@@ -451,8 +467,7 @@ def _fit_one(form, k, t, cens, n_zero, n_total):
         theta = np.concatenate([[np.log(zero0 / (1 - zero0))], theta])
 
     def neg_ll(th):
-        d = _unpack(form, k, th, has_zero)
-        return -_loglik_ph(d, ts, cens, n_zero)
+        return -_loglik_ph(*_unpack_arrays(form, k, th, has_zero), ts, cens, n_zero)
 
     if form is PhaseForm.COXIAN or has_zero:
         # converged tightly: the Wald interval below is read at the optimum, and a loose stop
