@@ -45,7 +45,7 @@ import numpy as np
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
 from ._hardware import Efficiency, Hardware
 from ._plan import Plan, validate_plan
-from ._step import _as_jax, _jit_kernel, _plan_arrays, check_elementwise, check_offload, kernel_constants
+from ._step import _jit_kernel, _plan_arrays, check_elementwise, check_offload, kernel_constants
 from ._straggler import SlowNodes, straggler_delay
 from ._workload import Workload
 
@@ -243,7 +243,6 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
     rule = _rule(batch, scaling, plan, cards[0])
     changes = dict(plan_changes or {})
     host = kernel_constants(workload, hardware, efficiency)
-    c = _as_jax(host)
     usable = float(host["usable"]) * float(host["hbm"])
     steps, thr, gbs, sharded, mfu, fits = [], [], [], [], [], []
     for i, n in enumerate(cards):
@@ -260,7 +259,7 @@ def scaling_curve(workload: Workload, hardware: Hardware, plan: Plan, cards: Seq
             raise InvalidParameterError(f"cards={n} (dp={p.dp}, global batch {g} under {_describe(rule)}): {e}") from None
         check_offload(hardware, p)
         check_elementwise(hardware, p)
-        out = _jit_kernel(c, _plan_arrays(p, 0.0, workload, hardware))
+        out = _jit_kernel(host, _plan_arrays(p, 0.0, workload, hardware))
         fits.append(bool(out["fits"]))
         if require_fit and not fits[-1]:
             raise InvalidParameterError(

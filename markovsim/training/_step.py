@@ -667,8 +667,10 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                 **module_flags(plan.recompute_modules))
 
 
-def _as_jax(c: dict) -> dict:
-    return {k: jnp.asarray(v) for k, v in c.items()}
+# ``step_time``, ``evaluate_plans`` and ``scaling_curve`` hand the constants to the compiled
+# kernel as they are: jit converts Python and NumPy values to the same arrays ``jnp.asarray``
+# makes (Python scalars weakly typed, NumPy values strongly), in one call, where converting
+# the hundred-odd constants one by one took most of a single plan's evaluation.
 
 
 def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
@@ -699,7 +701,7 @@ def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
     check_elementwise(hardware, plan)
     check_nonnegative("straggler_s", straggler_s, unit="s")
     c = kernel_constants(workload, hardware, efficiency)
-    out = _jit_kernel(_as_jax(c), _plan_arrays(plan, straggler_s, workload, hardware))
+    out = _jit_kernel(c, _plan_arrays(plan, straggler_s, workload, hardware))
     return breakdown_from(out, c, straggler_s)
 
 
@@ -765,7 +767,7 @@ def evaluate_plans(workload: Workload, hardware: Hardware, plans: dict, *,
     if "ep_in" not in plans:  # the dispatch copies from the held dispatch and routing (codes)
         full["ep_in"], full["ep_remote"] = dispatch_arrays(workload, hardware, plans["ep"], plans.get("ep_disp"),
                                                            plans.get("ep_route"))
-    return _jit_kernel(_as_jax(c), {k: jnp.asarray(full[k]) for k in PLAN_KEYS})
+    return _jit_kernel(c, {k: jnp.asarray(full[k]) for k in PLAN_KEYS})
 
 
 #: the codes of the plan arrays ``ep_disp`` and ``ep_route``
