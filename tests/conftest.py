@@ -14,20 +14,42 @@ from hypothesis import HealthCheck, settings
 
 import markovsim  # noqa: F401  (switches on float64 before any test touches JAX)
 
-#: modules whose module-scoped fixtures are expensive (a wheel and a virtual environment,
-#: every reproduction, fitted traces): their tests stay on one worker (``--dist loadgroup``)
-#: so that the fixture is built once per run, not once per worker
-_ONE_WORKER = ("test_repro_verdicts.py", "test_wheel.py", "test_cli.py", "test_fit.py", "test_predict.py",
-               "test_catalogue.py", "test_sweep_dask.py")
+#: modules whose fixtures are expensive (a wheel and a virtual environment, every
+#: reproduction, fitted traces, the validated suites): their tests stay on one worker, so that
+#: the fixture is built once per run, not once per worker. Modules named together share one
+#: group (one fixture, or the reports of tests/training/_shipped.py). Such fixtures are
+#: session-scoped: a worker runs its queue interleaved across modules, and pytest tears a
+#: module-scoped fixture down whenever the next test comes from another module.
+_ONE_WORKER = {"test_repro_verdicts.py": "test_repro_verdicts", "test_wheel.py": "test_wheel",
+               "test_cli.py": "test_cli", "test_sweep_dask.py": "test_sweep_dask",
+               "test_fit.py": "infinitehbd_fit", "test_predict.py": "infinitehbd_fit",
+               "test_catalogue.py": "infinitehbd_fit", "test_cases.py": "shipped_suites",
+               "test_accuracy_page.py": "shipped_suites", "test_evidence.py": "shipped_suites",
+               "test_long_context_caveat.py": "shipped_suites"}
 
 
-def pytest_collection_modifyitems(config, items):
-    import pytest
+def _group(nodeid: str) -> str | None:
+    return _ONE_WORKER.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1])
 
-    for item in items:
-        name = item.path.name
-        if name in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(name.removesuffix(".py")))
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pragma: no cover  (a plain `pytest` without xdist runs everything in one process)
+    pass
+else:
+    class _GroupScheduling(LoadScopeScheduling):
+        """``--dist loadgroup`` by file name: the tests of a group go to one worker, every
+        other test is its own unit. (xdist's own loadgroup reads an ``@group`` suffix that its
+        collection hook writes into ``item._nodeid``; pytest 9.2 derives node ids elsewhere,
+        so the suffix never reached the scheduler and every group was split.)"""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid) or nodeid
+
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") == "loadgroup":
+            return _GroupScheduling(config, log)
+        return None
 
 
 settings.register_profile(

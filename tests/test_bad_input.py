@@ -295,15 +295,22 @@ def test_cli_subcommands_fail_cleanly(tmp_path):
     assert commands <= {c[0] for c in cases}, f"CLI subcommands without bad-input cases: {commands - {c[0] for c in cases}}"
     # compile the shipped models once outside the budget (JAX compiles a model structure in
     # tens of seconds the first time; the budget is for the bad value, not the compiler)
+    warm_s = {}
     for argv in (["goodput", "--cluster", "gpu_8x_16k", "--recovery", "gpu_tiered", "--json"],
-                 ["train", "llama3_70b_h100_64", "--json"], ["infer", "deepseek_v3_8gpu", "--json"]):
+                 ["train", "llama3_70b_h100_64", "--json"], ["infer", "deepseek_v3_8gpu", "--json"],
+                 ["plan", "llama3_70b_h100_64", "--json"]):
+        t0 = time.perf_counter()
         runner.cli("warm-up", argv, budget_s=300)
+        warm_s[argv[0]] = time.perf_counter() - t0
     outcomes = []
     for argv in cases:
         json_out = argv[0] in ("train", "infer", "goodput", "plan")
         # goodput compiles each new model structure (a changed spare pool, ladder) with JAX:
-        # about 20 s alone on the shared CI cores, so it gets a longer budget
+        # about 20 s alone on the shared CI cores, so it gets a longer budget. A "hang" is
+        # also far slower than the command's warm answer: a plan search takes 15 s alone on a
+        # slow core and more beside another worker (it counted as a hang at 20 s)
         budget = 90 if argv[0] == "goodput" else runner.BUDGET_S
+        budget = max(budget, math.ceil(3 * warm_s.get(argv[0], 0.0)))
         out = runner.cli("markovsim " + " ".join(argv), argv + (["--json"] if json_out else []), budget_s=budget)
         if out.kind == "accepted" and not json_out:
             out = runner.Outcome(out.label, "checked")

@@ -116,7 +116,7 @@ def test_repro_list(capsys):
 # --------------------------------------------------------------------------- train
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def plan_spec():
     return tr.load_plan(PLAN)
 
@@ -271,7 +271,7 @@ def test_set_on_a_missing_table_path(capsys):
 # --------------------------------------------------------------------------- infer
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def infer_model():
     return inf.load_inference_model(INFER)
 
@@ -333,7 +333,7 @@ RECOVERY = ROOT / "models" / "recovery" / "checkpoint_only.toml"   # one tier: c
 TIERED = ROOT / "models" / "recovery" / "ascend_tiered.toml"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def job_model():
     return av.load_model(CLUSTER, RECOVERY)
 

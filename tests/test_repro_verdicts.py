@@ -22,7 +22,7 @@ SEED_IDS = (["S-SIM-1", "S-SIM-2", "S-SIM-3"] + [f"S-MTBF-{i}" for i in range(1,
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("repro")
     rows = repro.run_reproductions(["all"], out, log=None)

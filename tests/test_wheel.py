@@ -45,7 +45,7 @@ def test_readme_commands_are_runnable_and_each_has_a_plot_shown_in_the_docs():
         assert with_plot, f"docs/how-to/command-line.md shows no --plot for `{command}`"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fresh(tmp_path_factory):
     """A fresh venv with the wheel installed; returns (bin directory, environment)."""
     pytest.importorskip("hatchling")

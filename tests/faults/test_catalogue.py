@@ -9,18 +9,13 @@ import pytest
 
 import markovsim
 from markovsim import DAY
-from markovsim.availability import (Effect, analyze, build_model, fault_catalogue_from_fit, infinitehbd_fit,
+from markovsim.availability import (Effect, analyze, build_model, fault_catalogue_from_fit,
                                     INFINITEHBD_EFFECTS, load_cluster, load_faults, load_fitted_catalogue,
                                     load_recovery, published_run_check, write_infinitehbd_catalogue)
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 GPU = MODELS / "faults" / "gpu_training.toml"
 FITTED = MODELS / "faults" / "fitted"
-
-
-@pytest.fixture(scope="module")
-def fit():
-    return infinitehbd_fit()
 
 
 def test_gpu_catalogue_has_no_double_counted_network():

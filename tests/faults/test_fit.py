@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from markovsim import DAY, HOUR
-from markovsim.availability import (fit_fault_log, fit_rate_classes, goodness_of_fit, infinitehbd_fit,
+from markovsim.availability import (fit_fault_log, fit_rate_classes, goodness_of_fit,
                                     simulate_fault_log)
-
-
-@pytest.fixture(scope="module")
-def fit():
-    return infinitehbd_fit()
 
 
 def test_acceptance_on_the_shipped_trace(fit):

@@ -5,13 +5,8 @@ import pytest
 
 from markovsim import DAY, HOUR
 from markovsim.availability import (INFINITEHBD_REST, BurstSizes, FaultModel, MarkovModulatedPoisson, TrainingJob,
-                                    exponential, infinitehbd_fit, predict_next_window, simulate_fault_log,
+                                    exponential, predict_next_window, simulate_fault_log,
                                     training_distributions, window_statistics)
-
-
-@pytest.fixture(scope="module")
-def fit():
-    return infinitehbd_fit()
 
 
 def test_next_window_prediction(fit):

@@ -9,7 +9,8 @@ import pytest
 
 from markovsim.training import runs_from_cases
 from markovsim.training._evidence import SUITES as EVIDENCE_SUITES
-from markovsim.validate import validate_cases
+
+from ._shipped import validated
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = [ROOT / "models" / "cases" / f"{s}_training_runs.toml" for s in EVIDENCE_SUITES]
@@ -66,7 +67,7 @@ def _family(case: str) -> str:
 
 
 def test_the_accuracy_page_is_the_suites():
-    rows = [r for s in SUITES for r in validate_cases(s).rows if r.role == "holdout"]
+    rows = [r for s in SUITES for r in validated(s).rows if r.role == "holdout"]
     groups: dict[str, list[float]] = {}
     for r in rows:
         if r.output != "linearity":
@@ -112,7 +113,7 @@ def test_the_median_verdicts_on_the_page():
     from markovsim.validate, tested against the binomial in tests/test_validate_harness.py)."""
     text = " ".join(PAGE.split())
     for suite, kind in zip(SUITES, ("GPU", "TPU")):
-        report = validate_cases(suite)
+        report = validated(suite)
         v = next(t for t in report.target_verdicts() if t["target"] == "median")
         n = sum(1 for r in report.rows if r.role == "holdout" and not r.points)
         lo, hi = (100 * x for x in v["interval"])
@@ -131,7 +132,7 @@ def test_the_mpt_suite_on_the_page():
     """The never-shown suite's paragraph quotes its current verdict: holdout count, median and
     interval, rows within tolerance and the maximum, all from validate_cases."""
     text = " ".join(PAGE.split())
-    report = validate_cases(SUITES[2])
+    report = validated(SUITES[2])
     rows = [r for r in report.rows if r.role == "holdout"]
     v = next(t for t in report.target_verdicts() if t["target"] == "median")
     lo, hi = (100 * x for x in v["interval"])
@@ -144,7 +145,7 @@ def test_the_automodel_suite_on_the_page():
     """The fourth suite's paragraph quotes its current verdict (holdout count, within 10 %,
     median and maximum), from validate_cases."""
     text = " ".join(PAGE.split())
-    rows = [r for r in validate_cases(SUITES[3]).rows if r.role == "holdout"]
+    rows = [r for r in validated(SUITES[3]).rows if r.role == "holdout"]
     errors = sorted(100 * abs(r.error) for r in rows)
     said = (f"the {len(rows)} AutoModel holdout outputs give {sum(r.passed for r in rows)} within 10 %, median "
             f"{statistics.median(errors):.2f} %, max {errors[-1]:.2f} %")
@@ -155,7 +156,7 @@ def test_the_reports_suite_on_the_page():
     """The fifth suite's paragraph quotes its current verdict (holdout outputs, within 10 %,
     median and maximum, and its linearity rows), from validate_cases."""
     text = " ".join(PAGE.split())
-    rows = [r for r in validate_cases(SUITES[4]).rows if r.role == "holdout"]
+    rows = [r for r in validated(SUITES[4]).rows if r.role == "holdout"]
     errors = sorted(100 * abs(r.error) for r in rows if r.output != "linearity")
     gaps = [100 * (r.predicted - r.reported) for r in rows if r.output == "linearity"]
     said = (f"the {len(errors)} report holdout outputs give {sum(e <= 10 for e in errors)} within 10 %, median "

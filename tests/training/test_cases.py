@@ -9,8 +9,9 @@ import pytest
 import markovsim
 from markovsim.training import (FixedGlobalBatch, MODEL_KIND, PLAN_OUTPUT_UNITS, load_plan, scaling_curve,
                                 step_time)
-from markovsim.validate import validate_cases
 from markovsim.training._calibrate import runs_from_cases
+
+from ._shipped import validated
 
 SUITE = Path(__file__).resolve().parents[2] / "models" / "cases" / "gpu_training_runs.toml"
 INLINE = {
@@ -51,11 +52,11 @@ def test_linearity_table_uses_the_explicit_rule():
 
 
 def test_the_suite_and_the_example_run_through_the_harness():
-    report = validate_cases(SUITE)
+    report = validated(SUITE)
     assert len(report.rows) >= 40
     assert all(np.isfinite(r.predicted) for r in report.rows)
     assert {r.role for r in report.rows} >= {"fit", "holdout"}
-    example = validate_cases(SUITE.parent / "example.toml")
+    example = validated(SUITE.parent / "example.toml")
     bubbles = [r for r in example.rows if r.output == "pipeline_bubble_fraction"]
     assert [r.passed for r in bubbles] == [True, True]
 
@@ -69,7 +70,7 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     docs/background/scaling.md) say the new ones."""
     from markovsim.training._outputs import MOE_CAVEAT
     runs = {r.name.split(" [")[0]: r.spec.plan for r in runs_from_cases(SUITE, role="holdout")}
-    rows = [r for r in validate_cases(SUITE).rows if r.role == "holdout" and "Megatron-Bridge" in r.case
+    rows = [r for r in validated(SUITE).rows if r.role == "holdout" and "Megatron-Bridge" in r.case
             and any(m in r.case for m in ("DeepSeek", "Qwen3", "gpt-oss"))]
     assert len(rows) == 34
     ratio = {r.case: r.predicted / r.reported for r in rows}
@@ -82,11 +83,11 @@ def test_the_moe_caveat_states_what_the_suite_measures():
     for said in ("34 published", f"within {bound} %", "DeepSeek-V3 (nine runs)", "32-way expert parallelism (five)",
                  span, "8-way expert parallelism"):
         assert said in MOE_CAVEAT
-    grok = [r.reported / r.predicted for r in validate_cases(SUITE).rows  # step times: predicted throughput ratio
+    grok = [r.reported / r.predicted for r in validated(SUITE).rows  # step times: predicted throughput ratio
             if r.role == "holdout" and "Grok-1" in r.case and r.output == "step_time_s"]
     assert len(grok) == 6
     assert f"{min(grok):.2f}-{max(grok):.2f}x that of Grok-1" in MOE_CAVEAT
-    auto = [r.predicted / r.reported for r in validate_cases(SUITE.parent / "automodel_training_runs.toml").rows
+    auto = [r.predicted / r.reported for r in validated(SUITE.parent / "automodel_training_runs.toml").rows
             if "Llama" not in r.case]
     assert len(auto) == 6 and "six NeMo AutoModel MoE runs" in MOE_CAVEAT
     assert f"predicted {min(auto):.2f}-{max(auto):.2f}x the measured" in MOE_CAVEAT
@@ -102,7 +103,7 @@ def test_the_linearity_caveat_states_what_the_suites_measure():
     gaps = {}
     for name in SUITES:
         suite = SUITE.parent / f"{name}_training_runs.toml"
-        gaps[name] = [100 * (r.predicted - r.reported) for r in validate_cases(suite).rows
+        gaps[name] = [100 * (r.predicted - r.reported) for r in validated(suite).rows
                       if r.role == "holdout" and r.output == "linearity"]
     every = [g for v in gaps.values() for g in v]
     gpu = [g for name, v in gaps.items() if name != "tpu" for g in v]
@@ -138,7 +139,7 @@ def test_the_mpt_suite_is_held_out_and_its_transcription_checks():
         gpus, mb, accum, gbs = map(int, re.search(r"(\d+) GPUs, MicroBatchSize (\d+), GradAccum (\d+), "
                                                   r"GlobalBatchSize (\d+)", c["source"]).groups())
         assert (c["dp"], c["micro_batch"], c["global_batch"]) == (gpus, mb, gbs) == (gpus, mb, mb * accum * gpus)
-    report = validate_cases(mpt)
+    report = validated(mpt)
     assert len(report.rows) == 201 and all(np.isfinite(r.predicted) and r.role == "holdout" for r in report.rows)
 
 
@@ -162,7 +163,7 @@ def test_the_automodel_suite_is_held_out_and_its_transcription_checks():
         assert c["dp"] == int(re.search(r"FSDP (\d+)", s).group(1)) and c["global_batch"] == gbs
         assert (c.get("ep_dispatch"), c.get("expert_routing")) == (
             (None, None) if c.get("ep", 1) == 1 else ("per-rank", "consecutive"))  # DeepEP, FakeBalancedGate
-    report = validate_cases(suite)
+    report = validated(suite)
     assert len(report.rows) == 7 and all(np.isfinite(r.predicted) for r in report.rows)
 
 
@@ -202,7 +203,7 @@ def test_the_reports_suite_is_held_out_and_its_transcription_checks():
         if c["name"].startswith("BLOOM"):
             implied = out["tflops_per_gpu_megatron"] * out["step_time_s"] / c["expect"]["step_time_s"]
             assert implied == pytest.approx(149.77, rel=2e-3)
-    report = validate_cases(suite)
+    report = validated(suite)
     assert len(report.rows) == 14 and all(np.isfinite(r.predicted) for r in report.rows)
 
 
@@ -233,7 +234,7 @@ def test_the_long_context_suite_is_held_out_and_its_transcription_checks():
         f, g_over_a = (11008, 1.0) if "Llama 2" in c["name"] else (14336, 8 / 32)
         nemo = L * h * h * (12 + 12 * g_over_a + 18 * f / h + 12 * s / h + 6 * V / (L * h))
         assert flops_per_token == pytest.approx(nemo, rel=1e-9), c["name"]
-    report = validate_cases(suite)
+    report = validated(suite)
     assert len(report.rows) == 17 and all(np.isfinite(r.predicted) for r in report.rows)
 
 
@@ -262,7 +263,7 @@ def test_the_torchtitan_h100_suite_is_held_out_and_its_transcription_checks():
             assert c["workload"]["seq_len"] == int(seq.group(1)), c["name"]
         assert c["unpublished"]["hardware.peak_dense.bf16"] == ["989.4 TFLOP/s", "835.5 TFLOP/s"]
         assert c["unpublished"]["hardware.peak_dense.fp8"] == ["1978.9 TFLOP/s", "1670.5 TFLOP/s"]
-    rows = {r.case.removeprefix("torchtitan H100: "): r for r in validate_cases(suite).rows}
+    rows = {r.case.removeprefix("torchtitan H100: "): r for r in validated(suite).rows}
     err = {k: 100 * r.error for k, r in rows.items()}
     page = " ".join((SUITE.parents[2] / "docs" / "background" / "accuracy.md").read_text().split())
     assert (f"{sum(abs(e) <= 10 for e in err.values())} of 18 within 10 %, median "

@@ -14,7 +14,7 @@ from markovsim.training._evidence import (
 CASES = Path(__file__).resolve().parents[2] / "models" / "cases"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def computed():
     return compute_evidence(CASES)
 
@@ -84,9 +84,9 @@ def test_the_unvalidated_presets_the_accuracy_page_names(computed):
 def test_every_holdout_linearity_is_counted_once_as_validate_computes_it(computed):
     """The linearity groups hold each holdout scale-up of every suite once, and the model's
     linearity in them is the one ``markovsim validate`` prints (checked on the TPU suite)."""
-    from markovsim.validate import validate_cases
+    from ._shipped import validated
 
-    rows = {s: [r for r in validate_cases(CASES / f"{s}_training_runs.toml").rows
+    rows = {s: [r for r in validated(CASES / f"{s}_training_runs.toml").rows
                 if r.role == "holdout" and r.output == "linearity"] for s in SUITES}
     groups = computed["linearity"].values()
     assert sum(g["rows"] for g in groups) == sum(map(len, rows.values())) > 90

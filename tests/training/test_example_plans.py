@@ -18,7 +18,7 @@ TWINS = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cases():
     runs = runs_from_cases(CASES, role="holdout") + runs_from_cases(CASES, role="fit")
     return {r.name.rsplit(" [", 1)[0]: r.spec for r in runs}

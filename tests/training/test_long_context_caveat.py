@@ -8,7 +8,8 @@ import pytest
 
 from markovsim.training import load_plan, operator_table, plan_caveats, runs_from_cases
 from markovsim.training._outputs import ATTENTION_SHARE_FLAG, LONG_CONTEXT_CAVEAT, attention_share
-from markovsim.validate import validate_cases
+
+from ._shipped import validated
 
 CASES = Path(__file__).resolve().parents[2] / "models" / "cases"
 
@@ -37,7 +38,7 @@ def test_the_quoted_ranges_are_the_holdouts_past_the_share():
                                   ("torchtitan_h100", {"H100": "on torchtitan's"}, 0)):
         path = CASES / f"{suite}_training_runs.toml"
         share = {r.name.split(" [")[0]: attention_share(r.spec) for r in runs_from_cases(path, role="holdout")}
-        rows = [r for r in validate_cases(path).rows if r.role == "holdout" and share[r.case] >= ATTENTION_SHARE_FLAG]
+        rows = [r for r in validated(path).rows if r.role == "holdout" and share[r.case] >= ATTENTION_SHARE_FLAG]
         for key, where in groups.items():
             errors = [100 * r.error for r in rows if key in r.case]
             assert errors
