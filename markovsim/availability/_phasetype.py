@@ -231,12 +231,19 @@ def coxian(rates, continue_probabilities, *, zero_mass: float = 0.0) -> PhaseTyp
     check_positive("rates", r, unit="per second")
     if c.size != r.size - 1 or np.any((c < 0) | (c > 1)):
         raise InvalidParameterError(f"continue_probabilities={c.tolist()}: expected {r.size - 1} values in [0, 1]")
-    S = -np.diag(r)
-    for i in range(r.size - 1):
-        S[i, i + 1] = r[i] * c[i]
-    a = np.zeros(r.size)
-    a[0] = 1.0 - zero_mass
+    a, S = _coxian_arrays(r, c, zero_mass)
     return PhaseType(jnp.asarray(a), jnp.asarray(S))
+
+
+def _coxian_arrays(rates: np.ndarray, cont: np.ndarray, zero_mass: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, S)`` of a Coxian, unchecked (:func:`coxian` checks; the fit's likelihood
+    calls this thousands of times)."""
+    k = rates.size
+    S = -np.diag(rates)
+    S[np.arange(k - 1), np.arange(1, k)] = rates[:-1] * cont
+    alpha = np.zeros(k)
+    alpha[0] = 1.0 - zero_mass
+    return alpha, S
 
 
 def erlang(phases: int, rate: float) -> PhaseType:
@@ -348,13 +355,7 @@ def _unpack_arrays(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -
         rates = np.exp(theta[i + k - 1:i + 2 * k - 1])
         alpha = p * (1 - zero) if has_zero else p / p.sum()
         return alpha, -np.diag(rates)
-    rates = np.exp(theta[i:i + k])
-    cont = _sigmoid(theta[i + k:i + 2 * k - 1])
-    S = -np.diag(rates)
-    S[np.arange(k - 1), np.arange(1, k)] = rates[:-1] * cont
-    alpha = np.zeros(k)
-    alpha[0] = 1.0 - zero
-    return alpha, S
+    return _coxian_arrays(np.exp(theta[i:i + k]), _sigmoid(theta[i + k:i + 2 * k - 1]), zero)
 
 
 def _unpack(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> PhaseType:
@@ -363,7 +364,7 @@ def _unpack(form: PhaseForm, k: int, theta: np.ndarray, has_zero: bool) -> Phase
         return PhaseType(jnp.asarray(alpha), jnp.asarray(S))
     i = 1 if has_zero else 0
     zero = _sigmoid(theta[0]) if has_zero else 0.0
-    return coxian(np.exp(theta[i:i + k]), _sigmoid(theta[i + k:i + 2 * k - 1]), zero_mass=zero)
+    return coxian(np.exp(theta[i:i + k]), _sigmoid(theta[i + k:i + 2 * k - 1]), zero_mass=zero)  # checked
 
 
 def _loglik_ph(a: np.ndarray, S: np.ndarray, t: np.ndarray, cens: np.ndarray, n_zero: int) -> float:

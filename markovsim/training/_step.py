@@ -621,7 +621,9 @@ _jit = jax.jit(_kernel, static_argnames=("legacy", "moe"))
 
 def _jit_kernel(c: dict, q: dict) -> dict:
     """The compiled kernel, with the compute model and the expert terms chosen by the
-    constants. Plans that are all fused (``eager`` 0, every plan but a PyTorch-eager one) are
+    constants (``c`` as :func:`kernel_constants` returns them: jit converts the Python and
+    NumPy values in one call, where ``jnp.asarray`` on the hundred-odd constants one by one
+    took most of a single plan's evaluation). Plans that are all fused (``eager`` 0, every plan but a PyTorch-eager one) are
     traced without the eager operators' terms (the arrays without ``eager``: a kernel a
     third of a second quicker to compile, the first answer's wait)."""
     if "eager" in q and not np.any(np.asarray(q["eager"]) > 0):
@@ -665,12 +667,6 @@ def _plan_arrays(plan: Plan, straggler: float, workload: Workload, hardware: Har
                                   plan.optimizer_moments, plan.ep_dispatch_precision, plan.fp8_recipe,
                                   plan.elementwise),
                 **module_flags(plan.recompute_modules))
-
-
-# ``step_time``, ``evaluate_plans`` and ``scaling_curve`` hand the constants to the compiled
-# kernel as they are: jit converts Python and NumPy values to the same arrays ``jnp.asarray``
-# makes (Python scalars weakly typed, NumPy values strongly), in one call, where converting
-# the hundred-odd constants one by one took most of a single plan's evaluation.
 
 
 def step_time(workload: Workload, hardware: Hardware, plan: Plan, *,
