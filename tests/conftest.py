@@ -6,6 +6,8 @@ on demand: ``HYPOTHESIS_PROFILE=thorough make test``.
 
 import os
 
+import pytest
+
 # the CLI keeps JAX's compiled programs in the user's cache directory; tests leave it alone
 # (tests of the cache point it at a temporary directory)
 os.environ.setdefault("MARKOVSIM_NO_COMPILE_CACHE", "1")
@@ -25,7 +27,7 @@ _ONE_WORKER = {"test_repro_verdicts.py": "test_repro_verdicts", "test_wheel.py":
                "test_fit.py": "infinitehbd_fit", "test_predict.py": "infinitehbd_fit",
                "test_catalogue.py": "infinitehbd_fit", "test_cases.py": "shipped_suites",
                "test_accuracy_page.py": "shipped_suites", "test_evidence.py": "shipped_suites",
-               "test_long_context_caveat.py": "shipped_suites"}
+               "test_long_context_caveat.py": "shipped_suites", "test_repro_runner.py": "shipped_suites"}
 
 
 def _group(nodeid: str) -> str | None:
@@ -46,6 +48,7 @@ else:
         def _split_scope(self, nodeid: str) -> str:
             return _group(nodeid) or nodeid
 
+    @pytest.hookimpl(optionalhook=True)   # `pytest -p no:xdist` does not know the hook
     def pytest_xdist_make_scheduler(config, log):
         if config.getvalue("dist") == "loadgroup":
             return _GroupScheduling(config, log)

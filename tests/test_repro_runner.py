@@ -249,11 +249,17 @@ def test_no_status_literal_in_paper_repro():
     assert not found, "\n".join(found)
 
 
-def test_repro_all_reports_the_shipped_validation_suites(tmp_path):
+def test_repro_all_reports_the_shipped_validation_suites(tmp_path, monkeypatch):
     """``markovsim repro all`` adds each shipped validation suite with its target verdicts,
     taken from the report (computed from the rows), an error plot and validation.json."""
+    from markovsim import validate
     from markovsim._cli import _repro as cli_repro
 
+    from .training._shipped import validated
+
+    # the suites' reports, computed once per test process (this module shares a worker with
+    # the other readers of the shipped suites: tests/conftest.py)
+    monkeypatch.setattr(validate, "validate_cases", validated)
     found = cli_repro._validations(tmp_path)
     assert [t for t, _, _ in found] == [t for _, t in cli_repro.VALIDATION_SUITES]
     title, report, png = found[0]
