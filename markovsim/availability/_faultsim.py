@@ -9,6 +9,7 @@ an observed log can be computed the same way on simulated ones.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
 import numpy as np
@@ -72,13 +73,17 @@ def simulate_fault_log(model: FaultModel, duration: float, rng: np.random.Genera
     C = len(model.classes)
     cls = rng.choice(C, size=times.size, p=model.class_shares / model.class_shares.sum())
     size = model.sizes.sample(rng, cls)
-    pool = [model.repair[c].sample(rng, int(size[cls == c].sum())) if np.any(cls == c) else np.zeros(0)
+    pool = [model.repair[c].sample(rng, int(size[cls == c].sum())).tolist() if np.any(cls == c) else []
             for c in range(C)]
-    used = np.zeros(C, dtype=int)
-    cum_w = np.cumsum(w)
+    used = [0] * C
+    # the loop below runs once per shock on Python scalars (numpy's per-call cost on scalars
+    # was most of the time); bisect_right on the same floats is searchsorted(side="right")
+    cum_w = np.cumsum(w).tolist()
+    w_total = float(w_total)
+    shared = float(model.repair_shared)
     nodes, starts, ends, classes = [], [], [], []
-    for t, c, k in zip(times, cls, size):
-        first = min(int(np.searchsorted(cum_w, rng.random() * w_total, side="right")), M - 1)
+    for t, c, k in zip(times.tolist(), cls.tolist(), np.asarray(size).tolist()):
+        first = min(bisect.bisect_right(cum_w, rng.random() * w_total), M - 1)
         if up_until[first] > t:
             continue                                   # the shock's first node is down: lost
         hit = [first]
@@ -91,7 +96,7 @@ def simulate_fault_log(model: FaultModel, duration: float, rng: np.random.Genera
                 hit.extend(rng.choice(cand, size=min(k - 1, cand.size), replace=False, p=p).tolist())
         first_end = None
         for j in hit:
-            if first_end is not None and rng.random() < model.repair_shared:
+            if first_end is not None and rng.random() < shared:
                 end = first_end                        # repaired together with the shock's first fault
             else:
                 end = t + pool[c][used[c]]

@@ -63,6 +63,9 @@ class PhaseType:
     Attributes:
         alpha: initial phase probabilities, shape ``(k,)``; ``1 - alpha.sum()`` is the atom at 0.
         S: sub-generator, shape ``(k, k)``, per second.
+
+    The quantities (moments, zero mass, exit rates) are JAX arrays, except for a distribution
+    whose two leaves are NumPy arrays (the fit's draws): NumPy computes them, on the host.
     """
 
     alpha: jax.Array
@@ -76,19 +79,22 @@ class PhaseType:
     @property
     def exit_rates(self) -> jax.Array:
         """:math:`s = -S\\mathbf 1`, per second."""
-        return -jnp.sum(self.S, axis=-1)
+        xp = _xp(self)
+        return -xp.sum(self.S, axis=-1)
 
     @property
     def zero_mass(self) -> jax.Array:
         """Probability of a zero time (the atom at 0)."""
-        return jnp.clip(1.0 - jnp.sum(self.alpha), 0.0, 1.0)
+        xp = _xp(self)
+        return xp.clip(1.0 - xp.sum(self.alpha), 0.0, 1.0)
 
     def moment(self, n: int = 1) -> jax.Array:
         """:math:`E[T^n]` in seconds to the ``n``."""
-        x = jnp.ones_like(self.alpha)
+        xp = _xp(self)
+        x = xp.ones_like(self.alpha)
         for _ in range(n):
-            x = jnp.linalg.solve(-self.S, x)
-        return math.factorial(n) * jnp.dot(self.alpha, x)
+            x = xp.linalg.solve(-self.S, x)
+        return math.factorial(n) * xp.dot(self.alpha, x)
 
     def mean(self) -> jax.Array:
         """Mean time, seconds."""
@@ -130,12 +136,22 @@ class PhaseType:
             raise InvalidParameterError("S is singular: some phase never reaches absorption") from None
         return self
 
+    def _host(self) -> "_HostTables":
+        """NumPy copies of the leaves and the sampler's tables, built once per distribution
+        (host-side helpers run thousands of times on the same few distributions)."""
+        tables = self.__dict__.get("_host_tables")
+        if tables is None:
+            tables = _HostTables.of(*self.numpy())
+            object.__setattr__(self, "_host_tables", tables)   # a cache: not a field, not a leaf
+        return tables
+
     def sf_many(self, t) -> np.ndarray:
         """:math:`P(T > t)` for an array of times (host, numpy)."""
-        a, S = self.numpy()
+        h = self._host()
+        a, S = h.alpha, h.S
         t = np.asarray(t, dtype=float)
         return np.array([a @ linalg.expm(S * x) @ np.ones(a.size) for x in t.ravel()]).reshape(t.shape) \
-            if not _is_diagonal(S) else (a * np.exp(np.multiply.outer(t, np.diag(S)))).sum(-1)
+            if not h.diagonal else (a * np.exp(np.multiply.outer(t, h.diag))).sum(-1)
 
     def cdf_many(self, t) -> np.ndarray:
         """:math:`P(T \\le t)` for an array of times (host, numpy)."""
@@ -164,28 +180,45 @@ class PhaseType:
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` independent draws, seconds (the twin's sampler: the phase chain simulated)."""
-        a, S = self.numpy()
-        k = a.size
+        h = self._host()
+        k = h.alpha.size
         out = np.zeros(size)
-        p0 = max(1.0 - a.sum(), 0.0)
-        state = rng.choice(k + 1, size=size, p=np.append(a / max(a.sum() + p0, 1e-300), p0 / max(a.sum() + p0, 1e-300)))
+        state = rng.choice(k + 1, size=size, p=h.start)
         active = state < k
-        total_rate = -np.diag(S)
+        while active.any():
+            idx = np.flatnonzero(active)
+            s = state[idx]
+            out[idx] += rng.exponential(h.mean_stay[s])
+            u = rng.random(idx.size)
+            nxt = (u[:, None] > h.cum_jump[s]).sum(axis=1)
+            state[idx] = np.minimum(nxt, k)
+            active[idx] = state[idx] < k
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _HostTables:
+    """A distribution's leaves as NumPy arrays, and what its host-side helpers derive from them."""
+
+    alpha: np.ndarray
+    S: np.ndarray
+    diagonal: bool          # S diagonal: a mixture of exponentials
+    diag: np.ndarray        # the diagonal of S
+    start: np.ndarray       # first phase, then the atom at zero (index k)
+    mean_stay: np.ndarray   # mean time per visit of each phase
+    cum_jump: np.ndarray    # cumulative probabilities of the next phase, absorption last
+
+    @classmethod
+    def of(cls, a: np.ndarray, S: np.ndarray) -> "_HostTables":
+        k = a.size
+        p0 = max(1.0 - a.sum(), 0.0)
+        start = np.append(a / max(a.sum() + p0, 1e-300), p0 / max(a.sum() + p0, 1e-300))
         jump = np.zeros((k, k + 1))
         for i in range(k):
             row = np.append(S[i].clip(min=0.0), max(-S[i].sum(), 0.0))
             row[i] = 0.0
             jump[i] = row / row.sum()
-        cum = np.cumsum(jump, axis=1)
-        while active.any():
-            idx = np.flatnonzero(active)
-            s = state[idx]
-            out[idx] += rng.exponential(1.0 / total_rate[s])
-            u = rng.random(idx.size)
-            nxt = (u[:, None] > cum[s]).sum(axis=1)
-            state[idx] = np.minimum(nxt, k)
-            active[idx] = state[idx] < k
-        return out
+        return cls(a, S, _is_diagonal(S), np.diag(S).copy(), start, 1.0 / -np.diag(S), np.cumsum(jump, axis=1))
 
 
 def _is_diagonal(S: np.ndarray) -> bool:
@@ -309,7 +342,7 @@ class PhaseTypeFit:
         has_zero = self.n_zero > 0
 
         def g(th):
-            return math.log(quantity(_unpack(self.form, self.phases, th, has_zero)))
+            return math.log(quantity(PhaseType(*_unpack_arrays(self.form, self.phases, th, has_zero))))
 
         est = g(self.theta)
         grad = np.zeros(self.theta.size)
@@ -324,9 +357,20 @@ class PhaseTypeFit:
         return math.exp(est), math.exp(est - z * se), math.exp(est + z * se)
 
     def sample_distributions(self, rng: np.random.Generator, size: int) -> list[PhaseType]:
-        """Draws of the distribution from the Wald normal of ``theta`` (parameter uncertainty)."""
+        """Draws of the distribution from the Wald normal of ``theta`` (parameter uncertainty).
+
+        The draws are host objects: their ``alpha`` and ``S`` are NumPy arrays, and their
+        moments and zero mass are computed by NumPy (they still go through ``jax.jit`` and
+        ``vmap`` like any pytree)."""
         thetas = _mvn(rng, self.theta, self.covariance, size)
-        return [_unpack(self.form, self.phases, t, self.n_zero > 0) for t in thetas]
+        return [PhaseType(*_unpack_arrays(self.form, self.phases, t, self.n_zero > 0)) for t in thetas]
+
+
+def _xp(d: PhaseType):
+    """The array module of ``d``'s quantities: NumPy when both leaves are NumPy arrays (the
+    draws of :meth:`PhaseTypeFit.sample_distributions`, evaluated thousands of times on the
+    host, where one JAX dispatch costs ~50x the arithmetic), else ``jax.numpy``."""
+    return np if isinstance(d.alpha, np.ndarray) and isinstance(d.S, np.ndarray) else jnp
 
 
 def _mvn(rng, mean, cov, size):

@@ -86,6 +86,27 @@ def test_pytree_jit_vmap_grad():
     assert d.alpha.dtype == jnp.float64
 
 
+@pytest.mark.parametrize("dist", [hyperexponential([0.2, 0.5, 0.3], [5.0, 0.5, 0.02], zero_mass=0.05),
+                                  coxian([2.0, 1.0, 0.3], [0.6, 0.5], zero_mass=0.1)], ids=["H3+0", "C3+0"])
+def test_host_draws_compute_what_jax_computes(dist):
+    """A distribution with NumPy leaves (the fit's draws) computes its moments, zero mass and
+    exit rates with NumPy: the same numbers, NumPy scalars; it still goes through jit and
+    vmap as a pytree, also after the host helpers cached their tables on it."""
+    host = PhaseType(*dist.numpy())
+    for name, value in [("mean", lambda d: d.mean()), ("scv", lambda d: d.scv()), ("m3", lambda d: d.moment(3)),
+                        ("zero", lambda d: d.zero_mass), ("exit", lambda d: d.exit_rates)]:
+        got, want = value(host), value(dist)
+        assert isinstance(got, (np.ndarray, np.floating)) and not isinstance(got, jax.Array), name
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, err_msg=name)
+    host.sample(np.random.default_rng(0), 3)   # builds the cached tables
+    assert host.sf_many([0.5]) == pytest.approx(dist.sf_many([0.5]), rel=1e-12)
+    assert len(jax.tree_util.tree_leaves(host)) == 2
+    assert float(jax.jit(lambda d: d.mean())(host)) == pytest.approx(float(dist.mean()), rel=1e-12)
+    twice = PhaseType(np.stack([host.alpha] * 2), np.stack([host.S, 2 * host.S]))
+    assert np.asarray(jax.vmap(lambda d: d.mean())(twice)) == pytest.approx(
+        [float(dist.mean()), float(dist.mean()) / 2], rel=1e-12)
+
+
 @pytest.mark.parametrize("alpha,S,match", [
     ([0.7, 0.6], [[-1.0, 0.0], [0.0, -2.0]], "alpha sums"),
     ([0.5, 0.5], [[-1.0, 2.0], [0.0, -2.0]], "row sums"),
