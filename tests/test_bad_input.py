@@ -215,7 +215,7 @@ def test_model_file_fields_refuse_bad_values(tmp_path):
             outcomes.append(_judge(out, "", nan_only=True))
         model_files.restore(root, rel)
     # accepted changes: evaluate the model built on them (all under thorough, else a sample
-    # of every 8th, at most 3 per file of the slow kinds)
+    # of every 16th, at most two per file of the slow kinds, one for the slowest presets)
     sample = accepted if THOROUGH else accepted[::16]
     # compile each kind of model once outside the budget (JAX compiles a new structure in
     # tens of seconds; the budget is for the bad value, not the compiler)
@@ -230,7 +230,9 @@ def test_model_file_fields_refuse_bad_values(tmp_path):
     for rel, label, doc in sample:
         if not THOROUGH and rel.parts[0] in ("inference", "recovery", "clusters", "faults"):
             per_file[rel] += 1
-            if per_file[rel] > 2:
+            # one changed value for a preset whose own evaluation takes over 10 s (the
+            # CloudMatrix384 fleet: a sparse LU of ~22k states, ~17 s), else two
+            if per_file[rel] > (1 if shipped_s.get(rel, 0.0) > 10 else 2):
                 continue
         evaluate = _evaluator(rel, root)
         if evaluate is None:
