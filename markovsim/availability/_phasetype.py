@@ -218,7 +218,8 @@ class _HostTables:
             row = np.append(S[i].clip(min=0.0), max(-S[i].sum(), 0.0))
             row[i] = 0.0
             jump[i] = row / row.sum()
-        return cls(a, S, _is_diagonal(S), np.diag(S).copy(), start, 1.0 / -np.diag(S), np.cumsum(jump, axis=1))
+        diag = np.diag(S).copy()
+        return cls(a, S, _is_diagonal(S), diag, start, 1.0 / -diag, np.cumsum(jump, axis=1))
 
 
 def _is_diagonal(S: np.ndarray) -> bool:
@@ -574,10 +575,11 @@ def fit_phase_type(durations, censored=None, *, phases: int | None = None,
     best = min(fits, key=lambda f: f[4])
     k, theta, cov, ll, aic, bic = best
     on_bound = () if n_zero else ("zero_mass",)
-    a_best = np.asarray(_unpack(form, k, theta, n_zero > 0).alpha)
+    distribution = _unpack(form, k, theta, n_zero > 0)
+    a_best = distribution.numpy()[0]
     if form is PhaseForm.HYPEREXPONENTIAL and k > 1 and a_best.min() < 1e-8 * a_best.max():
         on_bound += ("branch probability",)
-    return PhaseTypeFit(distribution=_unpack(form, k, theta, n_zero > 0), form=form, phases=k, loglik=ll,
+    return PhaseTypeFit(distribution=distribution, form=form, phases=k, loglik=ll,
                         aic=aic, bic=bic, n=int(t.size), n_censored=int(cens.sum()), n_zero=n_zero,
                         theta=theta, covariance=cov, on_bound=on_bound,
                         candidates=tuple((f[0], f[3], f[4], f[5]) for f in fits))

@@ -623,9 +623,10 @@ def _jit_kernel(c: dict, q: dict) -> dict:
     """The compiled kernel, with the compute model and the expert terms chosen by the
     constants (``c`` as :func:`kernel_constants` returns them: jit converts the Python and
     NumPy values in one call, where ``jnp.asarray`` on the hundred-odd constants one by one
-    took most of a single plan's evaluation). Plans that are all fused (``eager`` 0, every plan but a PyTorch-eager one) are
-    traced without the eager operators' terms (the arrays without ``eager``: a kernel a
-    third of a second quicker to compile, the first answer's wait)."""
+    took most of a single plan's evaluation). Plans that are all fused (``eager`` 0, every
+    plan but a PyTorch-eager one) are traced without the eager operators' terms (the arrays
+    without ``eager``: a kernel a third of a second quicker to compile, the first answer's
+    wait)."""
     if "eager" in q and not np.any(np.asarray(q["eager"]) > 0):
         q = {k: v for k, v in q.items() if k != "eager"}
     return _jit(c, q, legacy=bool(c["legacy"]), moe=bool(c["moe_layers"] > 0))
