@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOOR", "SMALL", "DEFAULT_RTOL", "gamma", "gth_log_bound", "dense_error_bound", "scaled_normalise"]
+__all__ = ["FLOOR", "SMALL", "DEFAULT_RTOL", "gamma", "gth_log_bound", "gth_log_bound_pivots", "dense_error_bound",
+           "scaled_normalise"]
 
 #: Probabilities below this (the smallest normal float64) are certified only to lie below it.
 FLOOR = float(np.finfo(np.float64).tiny)
@@ -83,6 +84,34 @@ def gth_log_bound(c: np.ndarray, w: np.ndarray) -> float:
     c = np.asarray(c, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     return float(np.sum(2.0 * c * gamma(w + 4) + 2.0 * gamma(w + c + 2)))
+
+
+def gth_log_bound_pivots(c: np.ndarray, pivot_error: np.ndarray) -> float:
+    """The sum over elimination steps in :math:`L` when each pivot sum carries its own
+    relative error bound ``pivot_error[k]`` (without the final :math:`\\gamma_n`).
+
+    :func:`gth_log_bound` charges a pivot of ``w_k`` rates summed in float64 with
+    :math:`\\gamma_{w_k-1}`; its :math:`\\gamma_{w_k+4}` is that plus :math:`\\gamma_5` for
+    the ratio, the product, the sum and gradual underflow, and its back-substitution term
+    :math:`\\gamma_{w_k+c_k+2}` is that plus :math:`\\gamma_{c_k+3}` for the dot product of
+    ``c_k`` terms and the division. With a pivot summed more accurately (in extended
+    precision and rounded once, :mod:`._gth_blocked`) the same terms read, to first order,
+
+    .. math::
+        \\sum_k \\bigl[2 c_k (\\gamma_5 + e_k) + 2 (\\gamma_{c_k+3} + e_k)\\bigr].
+
+    A blocked elimination adds each trailing entry's contributions in another order (a
+    matrix product); for non-negative terms any order of ``q + 1`` additions errs by at most
+    :math:`\\gamma_q` relative, below the :math:`q` steps' charge above, so the bound holds.
+
+    Args:
+        c: per step, the number of states with a positive rate into the eliminated state.
+        pivot_error: per step, the relative error bound of the computed pivot sum (plus
+            any near-underflow allowance of the step).
+    """
+    c = np.asarray(c, dtype=np.float64)
+    e = np.asarray(pivot_error, dtype=np.float64)
+    return float(np.sum(2.0 * c * (gamma(5) + e) + 2.0 * (gamma(c + 3) + e)))
 
 
 def dense_error_bound(n: int) -> float:

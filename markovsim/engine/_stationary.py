@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from .._errors import MarkovsimWarning, ReducibleChainError, SolverError
 from ._certify import DEFAULT_RTOL, FLOOR, SMALL, dense_error_bound, scaled_normalise
 from ._chain import CTMC, DTMC
+from ._gth_blocked import blocked_banded_gth
 from ._gth_host import BAND_MEMORY_LIMIT, BAND_WORK_LIMIT, HostGTH, band_order, banded_gth, dense_gth
 from ._pinned import pinned_stationary, residual, sparse_generator
 from ._structure import recurrent_classes, validate_chain
@@ -508,10 +509,36 @@ def _solve_dense_host(chain, rtol: float) -> StationaryResult:
 
 #: Sparse chains up to this size retry on the dense host GTH when the banded one cannot certify.
 _DENSE_FALLBACK = 3000
+#: Bands at least this wide go to the blocked solver (:mod:`._gth_blocked`): on two cores the
+#: sliding window and the blocked panels break even near w = 256 (a 66,560-state grid chain,
+#: 6-7 s each), and at w = 400 the blocked one is twice as fast.
+BLOCKED_FROM = 256
+#: The blocked solver takes a chain when ``n (w+1)^2`` is at most this (about 10 s of BLAS
+#: on two cores) ...
+BLOCKED_WORK_LIMIT = 1e11
+#: ... and ``n w`` (its stored ratio columns, float64) at most this (400 MB).
+BLOCKED_MEMORY_LIMIT = 5e7
 
 
 def _band_fits(n: int, w: int) -> bool:
     return n * (w + 1) ** 2 <= BAND_WORK_LIMIT and n * max(w, 1) <= BAND_MEMORY_LIMIT
+
+
+def _blocked_fits(n: int, w: int) -> bool:
+    return n * (w + 1) ** 2 <= BLOCKED_WORK_LIMIT and n * max(w, 1) <= BLOCKED_MEMORY_LIMIT
+
+
+def _blocked(Qp, perm, n: int, w: int, rtol: float) -> StationaryResult:
+    res = _from_host(blocked_banded_gth(Qp, w), Qp, rtol, "SparseDirect[blocked banded GTH]", n)
+    return _unpermuted(res, perm, n)
+
+
+def _unpermuted(res: StationaryResult, perm, n: int) -> StationaryResult:
+    if perm is None or res.log_pi is None:
+        return res
+    pi, log_pi = np.empty(n), np.empty(n)
+    pi[perm], log_pi[perm] = res.pi, res.log_pi
+    return dataclasses.replace(res, pi=pi, log_pi=log_pi)
 
 
 def _solve_sparse(chain, method) -> StationaryResult:
@@ -524,20 +551,24 @@ def _solve_sparse(chain, method) -> StationaryResult:
         if n <= _DENSE_FALLBACK and n * (w + 1) ** 2 > n**3 / 30:
             # a wide band: dense blocked GTH (BLAS-3, n^3/3) is the faster elimination
             return _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
-        if _band_fits(n, w):
-            Qp = Q if perm is None else Q[perm][:, perm].tocsr()
-            res = _from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n)
-            if perm is not None and res.log_pi is not None:
-                pi, log_pi = np.empty(n), np.empty(n)
-                pi[perm], log_pi[perm] = res.pi, res.log_pi
-                res = dataclasses.replace(res, pi=pi, log_pi=log_pi)
+        Qp = Q if perm is None else Q[perm][:, perm].tocsr()
+        if _band_fits(n, w) and w < BLOCKED_FROM:
+            res = _unpermuted(_from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n), perm, n)
             if res.status in (Status.UNCERTIFIED, Status.UNDERFLOW) and n <= _DENSE_FALLBACK:
                 # XLA flushes subnormals to zero, so rates near 2.2e-308 widen the banded
                 # bound; numpy underflows gradually and can still certify a small chain
                 dense = _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
                 if dense.status == Status.SUCCESS:
                     return dense
+            elif res.status == Status.UNCERTIFIED and _blocked_fits(n, w):
+                # the bound of float64 pivot sums grows as n w^2; extended-precision pivots
+                # (the blocked solver's) bring it down by a factor of about w
+                blocked = _blocked(Qp, perm, n, w, method.rtol)
+                if blocked.status == Status.SUCCESS:
+                    return blocked
             return res
+        if _blocked_fits(n, w):
+            return _blocked(Qp, perm, n, w, method.rtol)
         pi, converged, r = pinned_stationary(Q)
         name = "SparseDirect[pinned LU]"
     else:

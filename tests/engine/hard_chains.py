@@ -141,16 +141,16 @@ def two_well(half: int = 600, barrier_log2: int = 1400, asymmetry_log2: int = 0)
 
 
 def random_local(n: int = 100_000, reach: int = 12, degree: int = 4, seed: int = 2,
-                 slope_log2: int = 0) -> HardChain:
+                 slope_log2: int = 0, step_log2: int = 30) -> HardChain:
     """A random sparse reversible chain: a path plus ``degree`` random chords per state to
     states at most ``reach`` away, conductances log-uniform 1e-3..1e3, random integer
-    potentials (steps of up to 2^±30, drifting by slope_log2 per state)."""
+    potentials (steps of up to 2^±step_log2, drifting by slope_log2 per state)."""
     rng = np.random.default_rng(seed)
     i = np.r_[np.arange(n - 1), np.repeat(np.arange(n), degree)]
     j = np.r_[np.arange(1, n), np.repeat(np.arange(n), degree) + rng.integers(1, reach + 1, n * degree)]
     keep = j < n
     i, j = i[keep], j[keep]
-    V = np.cumsum(rng.integers(-30, 31, n) + slope_log2)
+    V = np.cumsum(rng.integers(-step_log2, step_log2 + 1, n) + slope_log2)
     V -= V.min()
     return reversible(f"random sparse reversible, {n} states, reach {reach}", i, j,
                       10 ** rng.uniform(-3, 3, len(i)), V)

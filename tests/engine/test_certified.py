@@ -38,6 +38,10 @@ CHAINS = {
     "local-10k": lambda: H.random_local(10_000, seed=2),
     "local-100k": lambda: H.random_local(100_000, seed=6, slope_log2=1),
     "random-graph-2k": lambda: H.random_graph(2000),
+    # bandwidth 300: the blocked banded solver; probabilities down to 2^-5814 (windows
+    # rescaled) and 2^-39964 with windows spanning over 2^700 (an exponent per weight)
+    "local-wide-6k": lambda: H.random_local(6000, reach=300, seed=9, slope_log2=1, step_log2=3),
+    "local-wide-20k": lambda: H.random_local(20_000, reach=300, seed=8, slope_log2=2, step_log2=6),
 }
 #: chains where the certified GTH applies (narrow band after ordering) and must certify
 CERTIFIABLE = {k for k in CHAINS if not k.startswith("random-graph")}
