@@ -231,7 +231,8 @@ def test_model_file_fields_refuse_bad_values(tmp_path):
         if not THOROUGH and rel.parts[0] in ("inference", "recovery", "clusters", "faults"):
             per_file[rel] += 1
             # one changed value for a preset whose own evaluation takes over 10 s (the
-            # CloudMatrix384 fleet: a sparse LU of ~22k states, ~17 s), else two
+            # CloudMatrix384 fleet, a blocked GTH of ~22k states, 7-10 s, near the line),
+            # else two
             if per_file[rel] > (1 if shipped_s.get(rel, 0.0) > 10 else 2):
                 continue
         evaluate = _evaluator(rel, root)

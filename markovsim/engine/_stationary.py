@@ -30,12 +30,15 @@ can share the first one's blind spot. Its paths:
   numpy GTH on the host;
 - sparse chains (the default above ``DENSE_LIMIT`` states): GTH on the band, in the natural
   order or reverse Cuthill-McKee (:mod:`._gth_host`), when ``n (w+1)^2`` fits: birth-death
-  chains, clusters with spares, products of small components;
+  chains, clusters with spares, products of small components; bands of ``BLOCKED_FROM``
+  states or more (inference fleets over instance-state counts) blocked on the host, with
+  extended-precision pivots (:mod:`._gth_blocked`);
 - host back substitutions carry a separate power of two per probability, so 1e-1607 and
   a barrier of 1e-400 between two wells are no harder than 0.5.
 
-Where the band is too wide, ``SparseDirect`` falls back to pinned LU and ``SparseIterative``
-runs GMRES (:mod:`._pinned`): fast and normwise right, but ``UNCERTIFIED``.
+Where the band is too wide even for the blocked elimination, ``SparseDirect`` falls back to
+pinned LU and ``SparseIterative`` runs GMRES (:mod:`._pinned`): fast and normwise right, but
+``UNCERTIFIED``.
 """
 
 from __future__ import annotations
@@ -115,8 +118,9 @@ class GTH:
 
 @dataclasses.dataclass(frozen=True)
 class SparseDirect:
-    """Direct elimination of a sparse chain: certified GTH on the band when it fits,
-    else pinned sparse LU (``UNCERTIFIED``).
+    """Direct elimination of a sparse chain: certified GTH on the band when it fits (a
+    sliding window below 256 states of bandwidth, blocked panels from there up to
+    ``n (w+1)^2 = 1e11``), else pinned sparse LU (``UNCERTIFIED``).
 
     Attributes:
         rtol: relative accuracy to certify on every probability >= 2.2e-308 for SUCCESS.

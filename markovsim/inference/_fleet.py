@@ -492,8 +492,9 @@ def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | N
         tiers: the recovery ladder.
         max_recovering: truncation of the chain (see :func:`fleet_chain`).
         method: stationary solver (``markovsim.GTH()``, ``markovsim.SparseDirect()``, ...);
-            ``None`` lets the engine pick a solver that certifies its answer (GTH, dense or
-            banded, as far as it fits; a sparse solver warns when it cannot certify).
+            ``None`` lets the engine pick a solver that certifies its answer (GTH: dense,
+            banded, or blocked on a wide band such as the CloudMatrix384 decode fleet's,
+            as far as it fits; a sparse solver warns when it cannot certify).
         throw: if true, a result that fails its checks raises
             (:class:`~markovsim.SolverError`) and a truncation bound carrying more than 1 % of
             the SLO unavailability issues a :class:`~markovsim.MarkovsimWarning` (raise
