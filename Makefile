@@ -30,7 +30,7 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
-	for b in engine availability training sweep; do $(PY) benchmarks/$$b.py || exit 1; done
+	for b in engine wide_band availability training sweep; do $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(OUT) site .pytest_cache
