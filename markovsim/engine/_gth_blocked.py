@@ -247,9 +247,10 @@ def blocked_banded_gth(R: sp.spmatrix, w: int) -> HostGTH:
     if el.zero_pivot or not np.isfinite(cols).all():
         return HostGTH(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.inf, False, False)
     c = np.count_nonzero(cols, axis=1)
-    pos = np.where(cols > 0, cols, np.inf)
-    min_ratio = pos.min(axis=1)
-    del pos
+    min_ratio = np.empty(len(cols))
+    for i in range(0, len(cols), 4096):  # in slices: a full copy of the ratios is n w floats
+        block = cols[i:i + 4096]
+        min_ratio[i:i + 4096] = np.where(block > 0, block, np.inf).min(axis=1)
     # near the bottom of the range numpy errs by 2^-1074 absolutely (gradual underflow): a
     # step whose smallest rate or ratio is v adds that over v to its rounding terms
     smallest = np.minimum(el.min_rate, min_ratio)
