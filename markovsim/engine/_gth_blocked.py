@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._certify import FLOOR, gamma, gth_log_bound_pivots
-from ._gth_host import HostGTH
+from ._gth_host import HostGTH, scaled_weight
 
 __all__ = ["PANEL", "blocked_banded_gth"]
 
@@ -216,16 +216,9 @@ def _back_exact(cols: np.ndarray, n: int, w: int):
     with np.errstate(under="ignore"):
         for k in range(n - 2, -1, -1):
             hi = min(k + 1 + w, n)
-            cm, ce = np.frexp(cols[k, :hi - k - 1])
-            mk, ek = m[k + 1:hi], e[k + 1:hi]
-            pos = (cm > 0) & (mk > 0)
-            if not pos.any():
-                continue
-            ee = ek[pos] + ce[pos]
-            top = ee.max()
-            total = np.sum(np.ldexp(mk[pos] * cm[pos], np.maximum(ee - top, -1100).astype(np.int32)))
-            mm, em = np.frexp(total)
-            m[k], e[k] = mm, int(em) + int(top)
+            step = scaled_weight(m[k + 1:hi], e[k + 1:hi], *np.frexp(cols[k, :hi - k - 1]))
+            if step is not None:
+                m[k], e[k] = step
     return m, e
 
 

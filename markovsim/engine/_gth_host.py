@@ -94,6 +94,19 @@ def _eliminate_dense(Q: np.ndarray, tiny: dict) -> np.ndarray | None:
     return A
 
 
+def scaled_weight(m: np.ndarray, e: np.ndarray, cm: np.ndarray, ce: np.ndarray) -> tuple[float, int] | None:
+    """One back-substitution step in scaled arithmetic: ``sum_j (m_j 2^e_j)(cm_j 2^ce_j)``
+    as a mantissa and an exponent (each term shifted to the largest one's power of two), or
+    None when no term is positive."""
+    pos = (cm > 0) & (m > 0)
+    if not pos.any():
+        return None
+    ee = e[pos] + ce[pos]
+    top = ee.max()
+    mk, ek = np.frexp(np.sum(np.ldexp(m[pos] * cm[pos], np.maximum(ee - top, -1100).astype(np.int32))))
+    return mk, int(ek) + int(top)
+
+
 def dense_gth(Q: np.ndarray) -> HostGTH:
     """GTH on a dense matrix (only off-diagonal entries are read), certified.
 
@@ -119,16 +132,11 @@ def dense_gth(Q: np.ndarray) -> HostGTH:
     m[n - 1], e[n - 1] = 0.5, 1
     with np.errstate(under="ignore"):
         for k in range(n - 2, -1, -1):
-            cmk = cm[k, k + 1:]
-            pos = (cmk > 0) & (m[k + 1:] > 0)
-            if not pos.any():
+            step = scaled_weight(m[k + 1:], e[k + 1:], cm[k, k + 1:], ce[k, k + 1:])
+            if step is None:
                 underflow = True  # irreducible: every weight is positive
                 continue
-            ee = e[k + 1:][pos] + ce[k, k + 1:][pos]
-            top = ee.max()
-            total = np.sum(np.ldexp(m[k + 1:][pos] * cmk[pos], np.maximum(ee - top, -1100).astype(np.int32)))
-            mk, ek = np.frexp(total)
-            m[k], e[k] = mk, int(ek) + int(top)
+            m[k], e[k] = step
     return HostGTH(m, e, gth_log_bound(c, w) + float(gamma(n)) + extra, underflow, True)
 
 

@@ -555,7 +555,9 @@ def _solve_sparse(chain, method) -> StationaryResult:
         if n <= _DENSE_FALLBACK and n * (w + 1) ** 2 > n**3 / 30:
             # a wide band: dense blocked GTH (BLAS-3, n^3/3) is the faster elimination
             return _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
-        Qp = Q if perm is None else Q[perm][:, perm].tocsr()
+        # every band the sliding window takes, the blocked solver takes too (its limits are wider)
+        if _blocked_fits(n, w):
+            Qp = Q if perm is None else Q[perm][:, perm].tocsr()
         if _band_fits(n, w) and w < BLOCKED_FROM:
             res = _unpermuted(_from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n), perm, n)
             if res.status in (Status.UNCERTIFIED, Status.UNDERFLOW) and n <= _DENSE_FALLBACK:
@@ -564,7 +566,7 @@ def _solve_sparse(chain, method) -> StationaryResult:
                 dense = _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
                 if dense.status == Status.SUCCESS:
                     return dense
-            elif res.status == Status.UNCERTIFIED and _blocked_fits(n, w):
+            elif res.status == Status.UNCERTIFIED:
                 # the bound of float64 pivot sums grows as n w^2; extended-precision pivots
                 # (the blocked solver's) bring it down by a factor of about w
                 blocked = _blocked(Qp, perm, n, w, method.rtol)
