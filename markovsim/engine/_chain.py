@@ -14,6 +14,7 @@ flow through ``jax.jit``, ``jax.vmap`` and ``jax.grad``) or ``scipy.sparse`` mat
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
@@ -177,7 +178,10 @@ def _labels(labels, n):
 
 
 def _check_weight(value, what, src, dst):
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidChainError(f"transition {src!r} -> {dst!r}: {what}={value!r}, expected a number >= 0") from None
     if not np.isfinite(v) or v < 0:
         raise InvalidChainError(f"transition {src!r} -> {dst!r}: {what}={value!r}, expected a finite value >= 0")
     if what == "probability" and v > 1:
@@ -218,6 +222,7 @@ def _collect(transitions, states, what):
 
 
 def _explore(initial, successors, max_states, what):
+    probability = what == "probability"
     index = {initial: 0}
     labels = [initial]
     queue = deque([initial])
@@ -230,9 +235,17 @@ def _explore(initial, successors, max_states, what):
                 t, w = item
             except (TypeError, ValueError):
                 raise InvalidChainError(f"successors({s!r}) yielded {item!r}: expected (next_state, {what})") from None
-            w = _check_weight(w, what, s, t)
-            if w == 0.0:
-                continue
+            # the common case checked inline (a call per transition was a sixth of the time
+            # to explore a 38,765-state fleet); anything else goes to the full check
+            try:
+                v = float(w)
+            except (TypeError, ValueError):
+                v = math.nan
+            if not 0.0 < v < math.inf or (probability and v > 1.0):
+                if v == 0.0:
+                    continue
+                v = _check_weight(w, what, s, t)  # raises: not finite, negative or above 1
+            w = v
             if t == s and what == "rate":
                 continue  # a self-loop does not change a CTMC
             j = index.get(t)

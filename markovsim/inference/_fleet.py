@@ -375,6 +375,14 @@ def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | Non
     J = min(J, K)
     rules = _Rules(fleet, tiers)
     impulses: dict = {}
+    # an instance's moves depend only on its state and the free spares: built once each
+    moves_of: dict = {}
+
+    def moves(st, f):
+        key = (st, f)
+        if key not in moves_of:
+            moves_of[key] = tuple(rules.moves(st, f))
+        return moves_of[key]
 
     def successors(label):
         counts, f = label
@@ -385,7 +393,7 @@ def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | Non
             n = counts[st]
             if n == 0:
                 continue
-            for rate, nxt, df, retried, lost in rules.moves(st, f):
+            for rate, nxt, df, retried, lost in moves(st, f):
                 if st in (S.UP, S.DEGRADED) and nxt in _RECOVERING and n_rec >= J:
                     continue  # truncation: no more than J instances recovering
                 new = list(counts)

@@ -138,6 +138,30 @@ def test_explore_bad_successor_output():
         ms.CTMC.explore(0, lambda k: [5])
 
 
+@pytest.mark.parametrize("weight, expected", [
+    (-1.0, r"rate=-1.0, expected a finite value >= 0"),
+    (float("nan"), r"rate=nan, expected a finite value >= 0"),
+    (float("inf"), r"rate=inf, expected a finite value >= 0"),
+    (np.float64(-2.0), r"rate=np.float64\(-2.0\), expected a finite value >= 0"),
+])
+def test_explore_refuses_a_bad_rate_naming_the_transition(weight, expected):
+    succ = lambda k: [(k + 1, 1.0)] * (k < 3) + [(k - 1, weight if k == 2 else 1.0)] * (k > 0)
+    with pytest.raises(ms.InvalidChainError, match=r"transition 2 -> 1: " + expected):
+        ms.CTMC.explore(0, succ)
+
+
+def test_explore_bad_weights_of_other_types_and_zeros():
+    with pytest.raises(ms.InvalidChainError, match=r"transition 0 -> 1: rate='fast', expected a number >= 0"):
+        ms.CTMC.explore(0, lambda k: [(1, "fast")])
+    with pytest.raises(ms.InvalidChainError, match=r"transition 0 -> 1: rate=None, expected a number >= 0"):
+        ms.CTMC.from_transitions([(0, 1, None), (1, 0, 1.0)])
+    with pytest.raises(ms.InvalidChainError, match=r"transition 'a' -> 'b': probability=1.5, expected <= 1"):
+        ms.DTMC.explore("a", lambda s: [("b", 1.5)])
+    # a zero rate is no transition; integer and numpy rates are taken as floats
+    chain = ms.CTMC.explore(0, lambda k: [(1 - k, np.int64(2) if k == 0 else 3), (5, 0.0)])
+    np.testing.assert_array_equal(chain.Q.toarray(), [[-2.0, 2.0], [3.0, -3.0]])
+
+
 def test_dtmc_explore():
     chain = ms.DTMC.explore("a", lambda s: {"a": [("a", 0.5), ("b", 0.5)], "b": [("a", 1.0)]}[s])
     np.testing.assert_array_equal(chain.P.toarray(), [[0.5, 0.5], [1.0, 0.0]])
