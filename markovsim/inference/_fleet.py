@@ -545,9 +545,12 @@ def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: boo
         bad = [f"{k}={v:.6g}" for k, v in shares.items() if not -tol <= v <= 1 + tol]
         bad += [f"{k}={v:.6g}" for k, v in counts.items() if v < -tol]
         probs = np.asarray(r.capacity_probabilities, dtype=float)
-        if (probs < -tol).any() or abs(probs.sum() - 1.0) > tol:
+        # the product form omits the tail past max_recovering: its breakdowns may fall short
+        # of 1 by the truncation mass (which the TRUNCATED test below weighs)
+        short = tol + (r.truncation_mass if what == "analyze_independent_fleet" else 0.0)
+        if (probs < -tol).any() or not -tol <= 1.0 - probs.sum() <= short:
             bad.append(f"capacity_probabilities (sum {probs.sum():.12g})")
-        if abs(r.slo_availability + r.slo_unavailability - 1.0) > tol:
+        if not -tol <= 1.0 - (r.slo_availability + r.slo_unavailability) <= short:
             bad.append("slo_availability + slo_unavailability != 1")
         if r.expected_capacity > fleet.instances * (1 + tol):
             bad.append(f"expected_capacity={r.expected_capacity:.6g} above the fleet's {fleet.instances} instances")
@@ -560,7 +563,9 @@ def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: boo
             status = ResultStatus.TRUNCATED
             problem = (f"probability {r.truncation_mass:.3g} on the truncation bound max_recovering={max_recovering} "
                        f"is above 1 % of the SLO unavailability {r.slo_unavailability:.3g}; raise max_recovering "
-                       "for an accurate result")
+                       "(in an inference model file: the pool's max_recovering, e.g. --set decode.max_recovering="
+                       f"{max_recovering + 1 if isinstance(max_recovering, int) else 4}) for an accurate result; "
+                       "the chain grows with it")
     r = dataclasses.replace(r, status=status)
     if throw:
         check_status(status, what=what, detail=lambda _i, _s: problem)

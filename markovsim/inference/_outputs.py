@@ -38,8 +38,9 @@ def fleet_results(model: InferenceModel) -> dict[str, FleetResult]:
     out = {}
     for role in ("prefill", "decode"):
         fleet = getattr(model, role)
-        out[role] = (analyze_independent_fleet(fleet, model.tiers) if fleet.spare_cards is None
-                     else analyze_fleet(fleet, model.tiers))
+        j = model.max_recovering(role)
+        out[role] = (analyze_independent_fleet(fleet, model.tiers, max_recovering=j) if fleet.spare_cards is None
+                     else analyze_fleet(fleet, model.tiers, max_recovering=j))
     return out
 
 

@@ -62,6 +62,11 @@ class InferenceModel:
         decode_demand_tokens_per_s: decode tokens per second the fleet must serve.
         output_tokens_per_request: mean output tokens per request.
         candidate_sizes: decode instance sizes (cards) for the frontier search.
+        prefill_max_recovering, decode_max_recovering: the truncation of each pool's
+            analysis, most instances recovering at once (``max_recovering`` of
+            :func:`~markovsim.inference.analyze_fleet` for a finite spare pool, of
+            :func:`~markovsim.inference.analyze_independent_fleet` for an unlimited one);
+            None: their defaults, 3 and 12.
     """
 
     name: str
@@ -75,6 +80,15 @@ class InferenceModel:
     decode_demand_tokens_per_s: float
     output_tokens_per_request: float
     candidate_sizes: tuple[int, ...]
+    prefill_max_recovering: int | None = None
+    decode_max_recovering: int | None = None
+
+    def max_recovering(self, role: str) -> int:
+        """The truncation used for ``role`` (``"prefill"`` or ``"decode"``)."""
+        given = getattr(self, f"{role}_max_recovering")
+        if given is not None:
+            return given
+        return DEFAULT_MAX_RECOVERING if getattr(self, role).spare_cards is not None else DEFAULT_MAX_RECOVERING_UNLIMITED
 
 
 def _layout(t: Table, devices_per_card: int) -> Layout:
@@ -88,6 +102,20 @@ def _layout(t: Table, devices_per_card: int) -> Layout:
         raise SpecError(f"{t.where}.expert_parallel={ep}: not a whole number of cards of "
                         f"{devices_per_card} devices (hardware.devices_per_card)")
     return Layout(ep, tp, dp, devices_per_card)
+
+
+#: ``max_recovering`` when a pool's table does not give it: the count chain's (finite spare
+#: pool) and the product form's (unlimited pool) defaults
+DEFAULT_MAX_RECOVERING = 3
+DEFAULT_MAX_RECOVERING_UNLIMITED = 12
+
+
+def _max_recovering(t: Table) -> int | None:
+    """``max_recovering``: absent means the analysis' default."""
+    if "max_recovering" not in t:
+        t.raw("max_recovering", None)
+        return None
+    return t.integer("max_recovering", minimum=1)
 
 
 def _spares(t: Table) -> int | None:
@@ -216,11 +244,13 @@ def _read(root: Table) -> InferenceModel:
     p_layout = _layout(pf, dpc)
     p_k = pf.integer("instances", minimum=1)
     p_sp = _spares(pf)
+    p_j = _max_recovering(pf)
     pf.finish()
     dc = root.table("decode")
     d_layout = _layout(dc, dpc)
     d_k = dc.integer("instances", minimum=1)
     d_sp = _spares(dc)
+    d_j = _max_recovering(dc)
     sizes = dc.raw("candidate_sizes", (d_layout.cards,), types=(list, tuple))
     if not sizes or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in sizes):
         raise SpecError(f"decode.candidate_sizes={sizes!r}: expected a list of card counts >= 1")
@@ -252,4 +282,4 @@ def _read(root: Table) -> InferenceModel:
         except Exception as exc:
             raise SpecError(f"{role}: {exc}") from None
     return InferenceModel(name, serving, prefill, decode, p_layout, d_layout, tiers, target,
-                          demand_tokens, out_tokens, tuple(sizes))
+                          demand_tokens, out_tokens, tuple(sizes), p_j, d_j)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -49,11 +50,52 @@ def _edit(tmp_path, old, new):
     ("expert_parallel = 320", "expert_parallel = 321", "decode"),                           # odd dies
     ('hbm = "64 GiB"', 'hbm = "64 furlongs"', "hardware.hbm"),                              # unknown unit
     ("instances = 8", "instances = 6", "decode"),                                           # demand > fleet
+    ("spare_cards = 16", "spare_cards = 16\nmax_recovering = 0", "decode.max_recovering"),  # truncation < 1
+    ("spare_cards = 16", "spare_cards = 16\nmax_recovering = 2.5", "decode.max_recovering"),  # not an integer
     ('[tiers.repair]\nrepair_time = "72 h"', "[tiers.repair]", "tiers.repair.repair_time"), # missing key
 ])
 def test_bad_model_files_name_the_field(tmp_path, old, new, field):
     with pytest.raises(markovsim.SpecError, match=re.escape(field)):
         inf.load_inference_model(_edit(tmp_path, old, new))
+
+
+def test_max_recovering_from_the_model_file_truncates_each_pool(tmp_path):
+    """A pool's ``max_recovering`` reaches its analysis: absent, the defaults (3 for the
+    count chain of a finite spare pool, 12 for the product form of an unlimited one); a
+    larger bound gives a larger chain and no more probability on the bound."""
+    base = MODELS / "deepseek_v3_8gpu.toml"
+    text = base.read_text()
+    m = inf.load_inference_model(base)
+    assert (m.max_recovering("decode"), m.max_recovering("prefill")) == (3, 12)
+    default = inf.fleet_results(m)
+    assert default["decode"].states == inf.analyze_fleet(m.decode, m.tiers, max_recovering=3).states
+    runs = {}
+    for j in (1, 2, 4):
+        p = tmp_path / f"j{j}.toml"
+        p.write_text(text.replace("spare_cards = 8", f"spare_cards = 8\nmax_recovering = {j}", 1)
+                     .replace("instances = 7", f"instances = 7\nmax_recovering = {j}", 1))
+        mj = inf.load_inference_model(p)
+        assert mj.max_recovering("decode") == mj.max_recovering("prefill") == j
+        with warnings.catch_warnings():  # small bounds are TRUNCATED, and say so
+            warnings.simplefilter("ignore", markovsim.MarkovsimWarning)
+            runs[j] = inf.fleet_results(mj)
+    for role in ("decode", "prefill"):
+        states = [runs[j][role].states for j in (1, 2, 4)]
+        mass = [runs[j][role].truncation_mass for j in (1, 2, 4)]
+        assert states[0] < states[1] < states[2], role
+        assert mass[0] >= mass[1] >= mass[2], role
+        # the product form's omitted tail (5e-9 here) is truncation, not OUT_OF_RANGE
+        ok = (markovsim.ResultStatus.OK, markovsim.ResultStatus.TRUNCATED)
+        assert all(runs[j][role].status in ok for j in (1, 2, 4)), role
+    assert runs[1]["decode"].status == markovsim.ResultStatus.TRUNCATED
+
+
+def test_a_truncated_answer_names_the_model_file_key():
+    fleet = inf.Fleet(instances=6, cards_per_instance=64, card_fault_rate=1 / (30 * 24 * HOUR),
+                      soft_fault_share=0.0, demand=5.0, spare_cards=2)
+    tiers = inf.RecoveryTiers(inf.InstanceRestart(20 * MINUTE), inf.HardwareRepair(72 * HOUR))
+    with pytest.warns(markovsim.MarkovsimWarning, match=r"TRUNCATED.*--set decode.max_recovering=2"):
+        inf.analyze_fleet(fleet, tiers, max_recovering=1)
 
 
 def test_missing_file_is_a_spec_error(tmp_path):
