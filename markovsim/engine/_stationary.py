@@ -519,14 +519,16 @@ _DENSE_FALLBACK = 3000
 #: 6-7 s each), and at w = 400 the blocked one is twice as fast.
 BLOCKED_FROM = 256
 #: The blocked solver takes a chain when its work (:func:`._gth_blocked.envelope_work`, the
-#: squared envelope fronts summed over the states) is at most this (about a minute on two
-#: cores) ...
-BLOCKED_WORK_LIMIT = 5e11
-#: ... and ``n w`` (its stored ratio columns, float64) at most this (2.4 GB). Pinned LU, the
+#: squared envelope fronts summed over the states) is at most this (about four minutes on
+#: two cores) ...
+BLOCKED_WORK_LIMIT = 2e12
+#: ... and ``n w`` (its stored ratio columns, float64) at most this (4 GB). Pinned LU, the
 #: path beyond, is no cheaper on such chains: on a 38,765-state inference fleet (w = 1,711)
 #: it took 51 s and 1.4 GB and came back uncertified, the blocked GTH 12 s and 0.6 GB,
-#: certified; on 96,339 states (w = 2,371) 270 s against 52 s and 2.0 GB.
-BLOCKED_MEMORY_LIMIT = 3e8
+#: certified; on 96,339 states (w = 2,371) 270 s against 52 s and 2.0 GB; on 106,085 states
+#: (w = 4,688, work 1.7e12) it had not finished after 15 minutes and 6.5 GB, the blocked
+#: GTH took 176 s and 4.5 GB.
+BLOCKED_MEMORY_LIMIT = 5e8
 
 
 def _band_fits(n: int, w: int) -> bool:
