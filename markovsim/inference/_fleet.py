@@ -91,6 +91,12 @@ _RESTART_OF = {S.DETECT_FAST: S.RESTART_FAST, S.DETECT_SLOW: S.RESTART_SLOW,
                S.MANUAL_FAST: S.RESTART_FAST, S.MANUAL_SLOW: S.RESTART_SLOW}
 
 
+#: the default truncation of the count chain (:func:`fleet_chain`, :func:`analyze_fleet`): most
+#: instances recovering at once
+DEFAULT_MAX_RECOVERING = 3
+#: the default truncation of the product form (:func:`analyze_independent_fleet`)
+DEFAULT_MAX_RECOVERING_UNLIMITED = 12
+
 #: the largest card fault rate a fleet accepts, per second (one fault per card per second)
 MAX_CARD_FAULT_RATE = 1.0
 
@@ -356,7 +362,8 @@ def _validated_tiers(fleet: Fleet, tiers: RecoveryTiers) -> RecoveryTiers:
     return tiers
 
 
-def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3) -> FleetChain:
+def fleet_chain(fleet: Fleet, tiers: RecoveryTiers, *,
+                max_recovering: int | None = DEFAULT_MAX_RECOVERING) -> FleetChain:
     """Build the fleet chain by exploring the states reachable from "all up, pool full".
 
     Args:
@@ -491,7 +498,7 @@ class FleetResult:
     status: ResultStatus = ResultStatus.OK
 
 
-def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3,
+def analyze_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = DEFAULT_MAX_RECOVERING,
                   method: Any = None, throw: bool = True) -> FleetResult:
     """Solve the fleet chain and return SLO availability, capacity, throughput and losses.
 
@@ -564,7 +571,7 @@ def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: boo
             problem = (f"probability {r.truncation_mass:.3g} on the truncation bound max_recovering={max_recovering} "
                        f"is above 1 % of the SLO unavailability {r.slo_unavailability:.3g}; raise max_recovering "
                        "(in an inference model file: the pool's max_recovering, e.g. --set decode.max_recovering="
-                       f"{max_recovering + 1 if isinstance(max_recovering, int) else 4}) for an accurate result; "
+                       f"{max_recovering + 1}) for an accurate result; "
                        "the chain grows with it")
     r = dataclasses.replace(r, status=status)
     if throw:
@@ -572,7 +579,7 @@ def _checked(fleet: Fleet, r: FleetResult, what: str, max_recovering, throw: boo
     return r
 
 
-def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = 3,
+def analyse_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int | None = DEFAULT_MAX_RECOVERING,
                   method: Any = None, throw: bool = True) -> FleetResult:
     """Deprecated spelling of :func:`analyze_fleet` (one spelling: *analyze*)."""
     warnings.warn("analyse_fleet is deprecated; use analyze_fleet (markovsim spells it 'analyze')",
@@ -632,7 +639,8 @@ def instance_chain(fleet: Fleet, tiers: RecoveryTiers):
     return _engine.CTMC.explore(InstanceState.UP, successors)
 
 
-def analyze_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12,
+def analyze_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *,
+                              max_recovering: int = DEFAULT_MAX_RECOVERING_UNLIMITED,
                               throw: bool = True) -> FleetResult:
     """The same figures as :func:`analyze_fleet` for an unlimited spare pool, in product form.
 
@@ -722,7 +730,8 @@ def analyze_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recover
     return _checked(fleet, res, "analyze_independent_fleet", max_recovering, throw)
 
 
-def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *, max_recovering: int = 12,
+def analyse_independent_fleet(fleet: Fleet, tiers: RecoveryTiers, *,
+                              max_recovering: int = DEFAULT_MAX_RECOVERING_UNLIMITED,
                               throw: bool = True) -> FleetResult:
     """Deprecated spelling of :func:`analyze_independent_fleet` (one spelling: *analyze*)."""
     warnings.warn("analyse_independent_fleet is deprecated; use analyze_independent_fleet "

@@ -33,7 +33,7 @@ from typing import Sequence
 
 from .._errors import InvalidParameterError, check_integer, check_positive, check_probability
 from .._status import ResultStatus, check_status
-from ._fleet import Fleet, FleetResult, analyze_fleet, analyze_independent_fleet
+from ._fleet import DEFAULT_MAX_RECOVERING, Fleet, FleetResult, analyze_fleet, analyze_independent_fleet
 from ._tiers import RecoveryTiers, Tier
 
 __all__ = ["Measure", "DecodeMemoryModel", "decode_batch_per_device", "decode_tokens_per_s_per_card",
@@ -172,7 +172,7 @@ def cheapest_fleet(demand_tokens_per_s: float, sizes: Sequence[int], tiers: Reco
                    serving: DecodeMemoryModel, card_fault_rate: float, soft_fault_share: float,
                    target: float, extra_instances: int = 3, spare_options: Sequence[int | None] = (None,),
                    output_tokens_per_request: float = 1000.0, measure: Measure = Measure.SLO,
-                   max_recovering: int | None = 3, throw: bool = True) -> list[FrontierPoint]:
+                   max_recovering: int | None = DEFAULT_MAX_RECOVERING, throw: bool = True) -> list[FrontierPoint]:
     """For each instance size, the fewest cards that reach ``target`` availability.
 
     For each size E in ``sizes`` (cards per instance) the demand in instances is
@@ -292,7 +292,7 @@ def frontier_optimum(points: Sequence[FrontierPoint], *,
 
 
 def tier_ladder(fleet: Fleet, tiers: RecoveryTiers, *, order: Sequence[Tier] | None = None,
-                max_recovering: int | None = 3) -> list[tuple[tuple[Tier, ...], FleetResult]]:
+                max_recovering: int | None = DEFAULT_MAX_RECOVERING) -> list[tuple[tuple[Tier, ...], FleetResult]]:
     """Results with no optional tier, then adding the deployed tiers one at a time.
 
     Args:

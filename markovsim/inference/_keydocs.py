@@ -64,6 +64,7 @@ for _role, _what in (("prefill", "prefill"), ("decode", "decode")):
         f"{_role}.data_parallel": "attention data-parallel degree (tp x dp = ep)",
         f"{_role}.spare_cards": "cards in the shared spare pool (absent: unlimited)",
         f"{_role}.max_recovering": ("most instances recovering at once in the analysis (its truncation; "
-                                    "absent: 3 with a spare pool, 12 without); raise it when the answer says TRUNCATED"),
+                                    "absent: 3 with a spare pool, 12 without); "
+                                    "raise it when the answer says TRUNCATED"),
     })
 KEY_DOCS["inference"]["decode.candidate_sizes"] = "decode instance sizes (cards) for the frontier search"

@@ -18,7 +18,7 @@ from pathlib import Path
 from .._errors import SpecError
 from .._io import Table, load_with, reads_document
 from ._keydocs import KEY_DOCS
-from ._fleet import Fleet
+from ._fleet import DEFAULT_MAX_RECOVERING, DEFAULT_MAX_RECOVERING_UNLIMITED, Fleet
 from ._frontier import DecodeMemoryModel, decode_batch_per_device, decode_tokens_per_s_per_card
 from ._tiers import (ElasticContinuation, FastRestart, HardwareRepair, InstanceRestart, RecoveryTiers,
                      TokenRetry, TrafficSwitch)
@@ -66,7 +66,8 @@ class InferenceModel:
             analysis, most instances recovering at once (``max_recovering`` of
             :func:`~markovsim.inference.analyze_fleet` for a finite spare pool, of
             :func:`~markovsim.inference.analyze_independent_fleet` for an unlimited one);
-            None: their defaults, 3 and 12.
+            None: their defaults (``DEFAULT_MAX_RECOVERING`` and
+            ``DEFAULT_MAX_RECOVERING_UNLIMITED`` of the fleet module, 3 and 12).
     """
 
     name: str
@@ -88,7 +89,8 @@ class InferenceModel:
         given = getattr(self, f"{role}_max_recovering")
         if given is not None:
             return given
-        return DEFAULT_MAX_RECOVERING if getattr(self, role).spare_cards is not None else DEFAULT_MAX_RECOVERING_UNLIMITED
+        finite_pool = getattr(self, role).spare_cards is not None
+        return DEFAULT_MAX_RECOVERING if finite_pool else DEFAULT_MAX_RECOVERING_UNLIMITED
 
 
 def _layout(t: Table, devices_per_card: int) -> Layout:
@@ -102,12 +104,6 @@ def _layout(t: Table, devices_per_card: int) -> Layout:
         raise SpecError(f"{t.where}.expert_parallel={ep}: not a whole number of cards of "
                         f"{devices_per_card} devices (hardware.devices_per_card)")
     return Layout(ep, tp, dp, devices_per_card)
-
-
-#: ``max_recovering`` when a pool's table does not give it: the count chain's (finite spare
-#: pool) and the product form's (unlimited pool) defaults
-DEFAULT_MAX_RECOVERING = 3
-DEFAULT_MAX_RECOVERING_UNLIMITED = 12
 
 
 def _max_recovering(t: Table) -> int | None:
